@@ -1,0 +1,207 @@
+/* slowclose.c - model a file system where closing a written file is slow
+ *
+ * Copyright 2026 hg-backgroundclose contributors
+ * This software may be used and distributed according to the terms of the
+ * GNU General Public License version 2 or any later version.
+ *
+ * Loaded with LD_PRELOAD, this shared object remembers which descriptors
+ * were opened for writing on regular files and delays close() of those
+ * descriptors.  It models the cost that NTFS (antivirus scanning on close),
+ * NFS (flush of dirty data on close) and FUSE mounts charge when a freshly
+ * written file is closed.  Reads and every other system call are untouched.
+ *
+ * Environment (read once, when the library is loaded):
+ *
+ *   SLOWCLOSE_US=N         constant delay of N microseconds per close
+ *   SLOWCLOSE_DIST=tail    heavy-tailed delays instead of a constant one:
+ *                          98% near 1 us, 1.5% of 1 ms, 0.5% of 20 ms, so the
+ *                          mean is about 115 us (seed 001 saw closes cluster
+ *                          near 1 us and beyond 10 ms)
+ *   SLOWCLOSE_SEED=N       seed of the pseudo-random generator (tail mode)
+ *   SLOWCLOSE_FAIL_NTH=N   the Nth delayed close (1-based, counted over the
+ *                          whole process) closes the descriptor and then
+ *                          reports failure
+ *   SLOWCLOSE_FAIL_FROM=N  every delayed close from the Nth on fails that way
+ *   SLOWCLOSE_ERRNO=NAME   errno reported by failing closes: EIO (default),
+ *                          ENOSPC or EDQUOT
+ *
+ * Limits of the model: the delay is a sleep, so it costs no CPU, while an
+ * antivirus scan does; descriptors above SLOWCLOSE_MAXFD and ones created by
+ * dup() are not tracked; only the libc entry points below are wrapped, so a
+ * program making raw system calls escapes the model.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SLOWCLOSE_MAXFD 65536
+
+static unsigned char tracked[SLOWCLOSE_MAXFD];
+static long delay_us;
+static int tail_mode;
+static long fail_nth;
+static long fail_from;
+static int fail_errno = EIO;
+static unsigned long close_count;
+static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
+
+static int (*real_close)(int);
+static int (*real_open)(const char *, int, ...);
+static int (*real_open64)(const char *, int, ...);
+static int (*real_openat)(int, const char *, int, ...);
+static int (*real_openat64)(int, const char *, int, ...);
+static int (*real_creat)(const char *, mode_t);
+static int (*real_creat64)(const char *, mode_t);
+
+static long env_long(const char *name)
+{
+    const char *value = getenv(name);
+    return value ? strtol(value, NULL, 10) : 0;
+}
+
+__attribute__((constructor)) static void slowclose_init(void)
+{
+    const char *dist = getenv("SLOWCLOSE_DIST");
+    const char *err = getenv("SLOWCLOSE_ERRNO");
+
+    real_close = dlsym(RTLD_NEXT, "close");
+    real_open = dlsym(RTLD_NEXT, "open");
+    real_open64 = dlsym(RTLD_NEXT, "open64");
+    real_openat = dlsym(RTLD_NEXT, "openat");
+    real_openat64 = dlsym(RTLD_NEXT, "openat64");
+    real_creat = dlsym(RTLD_NEXT, "creat");
+    real_creat64 = dlsym(RTLD_NEXT, "creat64");
+
+    delay_us = env_long("SLOWCLOSE_US");
+    tail_mode = dist && strcmp(dist, "tail") == 0;
+    fail_nth = env_long("SLOWCLOSE_FAIL_NTH");
+    fail_from = env_long("SLOWCLOSE_FAIL_FROM");
+    if (env_long("SLOWCLOSE_SEED"))
+        rng_state ^= (uint64_t)env_long("SLOWCLOSE_SEED") * 0x2545f4914f6cdd1dULL;
+    if (err && strcmp(err, "ENOSPC") == 0)
+        fail_errno = ENOSPC;
+    else if (err && strcmp(err, "EDQUOT") == 0)
+        fail_errno = EDQUOT;
+}
+
+static int writes(int flags)
+{
+    return (flags & O_ACCMODE) != O_RDONLY;
+}
+
+static int track(int fd, int flags)
+{
+    struct stat st;
+    if (fd >= 0 && fd < SLOWCLOSE_MAXFD && writes(flags) &&
+        fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+        __atomic_store_n(&tracked[fd], 1, __ATOMIC_RELEASE);
+    return fd;
+}
+
+static uint64_t next_random(void)
+{
+    /* xorshift64*, shared by all threads; a lost update only reuses a draw */
+    uint64_t x = __atomic_load_n(&rng_state, __ATOMIC_RELAXED);
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    __atomic_store_n(&rng_state, x, __ATOMIC_RELAXED);
+    return x * 0x2545f4914f6cdd1dULL;
+}
+
+static long pick_delay_us(void)
+{
+    if (!tail_mode)
+        return delay_us;
+    uint64_t r = next_random() % 1000;
+    if (r < 980)
+        return 1;
+    if (r < 995)
+        return 1000;
+    return 20000;
+}
+
+static void sleep_us(long us)
+{
+    struct timespec ts;
+    if (us <= 0)
+        return;
+    ts.tv_sec = us / 1000000;
+    ts.tv_nsec = (us % 1000000) * 1000;
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+        ;
+}
+
+int close(int fd)
+{
+    if (fd >= 0 && fd < SLOWCLOSE_MAXFD &&
+        __atomic_exchange_n(&tracked[fd], 0, __ATOMIC_ACQ_REL)) {
+        unsigned long n = __atomic_add_fetch(&close_count, 1, __ATOMIC_RELAXED);
+        int saved = errno;
+        sleep_us(pick_delay_us());
+        errno = saved;
+        if ((fail_nth && (long)n == fail_nth) ||
+            (fail_from && (long)n >= fail_from)) {
+            real_close(fd);
+            errno = fail_errno;
+            return -1;
+        }
+    }
+    return real_close(fd);
+}
+
+#define MODE_ARG(flags, mode)                                               \
+    do {                                                                    \
+        if ((flags) & (O_CREAT | O_TMPFILE)) {                              \
+            va_list ap;                                                     \
+            va_start(ap, flags);                                            \
+            mode = va_arg(ap, int);                                         \
+            va_end(ap);                                                     \
+        }                                                                   \
+    } while (0)
+
+int open(const char *path, int flags, ...)
+{
+    int mode = 0;
+    MODE_ARG(flags, mode);
+    return track(real_open(path, flags, mode), flags);
+}
+
+int open64(const char *path, int flags, ...)
+{
+    int mode = 0;
+    MODE_ARG(flags, mode);
+    return track(real_open64(path, flags, mode), flags);
+}
+
+int openat(int dirfd, const char *path, int flags, ...)
+{
+    int mode = 0;
+    MODE_ARG(flags, mode);
+    return track(real_openat(dirfd, path, flags, mode), flags);
+}
+
+int openat64(int dirfd, const char *path, int flags, ...)
+{
+    int mode = 0;
+    MODE_ARG(flags, mode);
+    return track(real_openat64(dirfd, path, flags, mode), flags);
+}
+
+int creat(const char *path, mode_t mode)
+{
+    return track(real_creat(path, mode), O_WRONLY);
+}
+
+int creat64(const char *path, mode_t mode)
+{
+    return track(real_creat64(path, mode), O_WRONLY);
+}

@@ -1,0 +1,151 @@
+# backgroundclose - close files on background threads when closing is slow
+#
+# Copyright 2026 hg-backgroundclose contributors
+#
+# This software may be used and distributed according to the terms of the
+# GNU General Public License version 2 or any later version.
+"""close files on background threads when closing a written file is slow
+
+On some file systems closing a file that was just written is expensive:
+NTFS (often because antivirus software scans the file on close), network
+file systems (NFS flushes the file's dirty data on close) and FUSE mounts
+can take a millisecond or more per close, while writing the data takes a few
+microseconds.  A stream clone writes one file per revlog, about 230,000 of
+them for mozilla-central, so a clone that closes its files one after the
+other on the main thread spends minutes waiting.
+
+Mercurial 3.7 closed stream clone files on background threads, but today
+only the legacy stream v1 format does, and only with ``[worker]
+backgroundclose`` set.  Stream v2, which :hg:`clone --stream` and stream
+clone bundles use, closes every file on the main thread.
+
+With this extension enabled, every stream apply (v1, v2 and v3, including
+the writer threads of ``worker.parallel-stream-bundle-processing``) hands
+its closes to one closer:
+
+- by default it measures how long closes take while it writes; when they
+  are cheap it closes on the writing thread, which is fastest, and when
+  they are slow it hands them to background threads, adding threads until
+  the writing thread no longer waits for closes;
+- at no time are more than ``worker.backgroundclosemaxqueue`` files waiting
+  to be closed (fewer if the process's descriptor limit is low);
+- a failed close is reported (``abort: error closing <file>: <reason>``) and
+  the apply aborts, whichever thread the close ran on.
+
+Enable it with::
+
+  [extensions]
+  backgroundclose =
+
+Timing report
+-------------
+
+:hg:`debugapplystreamclonebundle` accepts v1, v2 and v3 stream bundles with
+this extension and prints, after the apply, the wall time, files, bytes,
+throughput and a table of count, total, mean and maximum time for open,
+write, mkdir and close.  Close has two rows: the time the writing threads
+spent closing or waiting for the closer ("waited"), and the time background
+threads spent closing ("threads").  ``-T json`` prints a list with one
+object per apply holding ``format``, ``files``, ``bytes``, ``seconds``,
+``ops`` and ``closer``.
+
+The same report is printed after :hg:`clone --stream` and :hg:`unbundle` of
+a stream bundle with ``--verbose``, or always with
+``worker.backgroundclosereport``.
+
+Settings
+--------
+
+All settings live in the ``[worker]`` section.  Core Mercurial's four keep
+their meaning:
+
+``backgroundclose``
+  Left unset, the extension decides while applying (adaptive).  ``true``
+  always closes on background threads; ``false`` always closes on the
+  writing thread (the timing report is still collected).
+
+``backgroundclosethreadcount``
+  Number of background threads started when background closing begins.
+  (default: 4)
+
+``backgroundclosemaxqueue``
+  Most files handed to the closer and not closed yet; this bounds how many
+  files are open at once.  It is also clamped to half the descriptors the
+  process has left. (default: 384)
+
+``backgroundcloseminfilecount``
+  Applies that announce fewer files than this close them on the writing
+  thread and start no thread. (default: 2048)
+
+The extension adds:
+
+``backgroundclosemaxthreadcount``
+  Most background threads the closer grows to when closes are slow. The
+  pool starts at ``backgroundclosethreadcount`` and grows to match the
+  measured close latency to the rate files are written. (default: 64)
+
+``backgroundclosethreshold``
+  Close time, in microseconds, above which the adaptive mode switches to
+  background closing.  It compares a smoothed mean of recent closes, so one
+  slow close among cheap ones does not switch it; it switches back when a
+  few closes timed inline now and then take less than half of it.
+  (default: 30)
+
+``backgroundclosereport``
+  Print the timing report after every stream apply: ``true`` for the table,
+  ``json`` for JSON, ``false`` for never.  Unset, the table is printed in
+  verbose mode only.
+
+Settings are checked before anything is written; a bad value aborts with a
+message naming the setting.  Without the extension, core Mercurial ignores
+the added settings.
+"""
+
+from mercurial import (
+    cmdutil,
+    commands,
+    extensions,
+    registrar,
+    streamclone,
+    util,
+    vfs as vfsmod,
+)
+
+from . import (
+    compat,
+    debugapply,
+    streamapply,
+)
+
+__version__ = b'0.1.0'
+testedwith = b'7.2'
+minimumhgversion = b'6.5'
+buglink = b'https://github.com/hg-backgroundclose/hg-backgroundclose/issues'
+
+configtable = {}
+configitem = registrar.configitem(configtable)
+
+configitem(b'worker', b'backgroundclosemaxthreadcount', default=64)
+configitem(b'worker', b'backgroundclosethreshold', default=30)
+configitem(b'worker', b'backgroundclosereport', default=None)
+
+
+def extsetup(ui):
+    for fmt, name in compat.STREAM_CONSUMERS:
+        extensions.wrapfunction(streamclone, name, streamapply.consumer(fmt))
+    if compat.HAS_WRITE_FILES:
+        extensions.wrapfunction(
+            streamclone, '_write_files', streamapply.write_files
+        )
+    extensions.wrapfunction(
+        vfsmod, 'backgroundfilecloser', streamapply.backgroundfilecloser
+    )
+    extensions.wrapfunction(vfsmod.vfs, '__call__', streamapply.vfsopen)
+    extensions.wrapfunction(util, 'makedirs', streamapply.makedirs)
+    entry = extensions.wrapcommand(
+        commands.table,
+        b'debugapplystreamclonebundle',
+        debugapply.debugapplystreamclonebundle,
+        docstring=debugapply.DOCSTRING,
+    )
+    entry[1].extend(cmdutil.formatteropts)

@@ -1,0 +1,483 @@
+# closer.py - close files on background threads, adaptively and within bounds
+#
+# Copyright 2026 hg-backgroundclose contributors
+#
+# This software may be used and distributed according to the terms of the
+# GNU General Public License version 2 or any later version.
+"""An adaptive, bounded background file closer.
+
+This module is pure Python and imports nothing from Mercurial, so that it can
+be unit tested on its own.
+
+A ``Closer`` accepts files to close, either as integer descriptors or as
+objects with a ``close()`` method, from any thread.  Depending on its policy
+it closes them on the calling thread (``inline``), always hands them to a
+pool of background threads (``background``), or measures how long closes
+take and decides while it runs (``adaptive``):
+
+- it starts inline, timing every close into a smoothed estimate (one slow
+  close among cheap ones does not move it much);
+- when the estimate exceeds ``threshold`` seconds, it switches to background
+  closing;
+- in background mode, at every window of submissions it estimates how many
+  threads keep the submitting threads from waiting (time a worker spends per
+  close divided by the interval between submissions) and grows the pool up
+  to ``maxthreads``;
+- now and then (after 256 files, then twice as many each time it is
+  confirmed) it closes a few files inline again to measure the file system
+  without background threads in the way; when those closes are cheap (below
+  half the threshold) it goes back to closing inline.
+
+At no time are more than ``maxqueue`` files handed over and not yet closed
+(the bound is also clamped to what the process's descriptor limit leaves).
+Every file handed over is closed exactly once, even when another close has
+failed.  A close that fails on a background thread is re-raised, as a
+``FileError`` naming the file, on the next submission from the thread that
+made the closer, on ``drain()`` or on leaving the ``with`` block; it is never
+lost.  Other threads that submit (the writer threads of a parallel stream
+apply) can ``record()`` their own failures to be raised the same way.
+"""
+
+import collections
+import math
+import os
+import threading
+import time
+
+INLINE = 'inline'
+BACKGROUND = 'background'
+ADAPTIVE = 'adaptive'
+POLICIES = (INLINE, BACKGROUND, ADAPTIVE)
+
+# descriptors kept free for everything else the process does
+_FD_RESERVE = 32
+
+
+class FileError(Exception):
+    """writing or closing (and so flushing) a file failed
+
+    ``name`` is what the submitter called the file (may be None), ``error``
+    the exception raised, ``action`` what failed: 'closing' or 'writing'.
+    """
+
+    def __init__(self, name, error, action='closing'):
+        super().__init__(name, error, action)
+        self.name = name
+        self.error = error
+        self.action = action
+
+    @property
+    def reason(self):
+        strerror = getattr(self.error, 'strerror', None)
+        return strerror or str(self.error) or type(self.error).__name__
+
+    def __str__(self):
+        return 'error %s %s: %s' % (self.action, self.name, self.reason)
+
+
+class OpStat:
+    """count, total and maximum duration of one kind of operation, and the
+    bytes it moved (for writes)"""
+
+    __slots__ = ('count', 'seconds', 'max', 'bytes')
+
+    def __init__(self):
+        self.count = 0
+        self.seconds = 0.0
+        self.max = 0.0
+        self.bytes = 0
+
+    def add(self, duration, nbytes=0):
+        self.count += 1
+        self.seconds += duration
+        self.bytes += nbytes
+        if duration > self.max:
+            self.max = duration
+
+    def merge(self, other):
+        self.count += other.count
+        self.seconds += other.seconds
+        self.bytes += other.bytes
+        self.max = max(self.max, other.max)
+
+    @property
+    def mean(self):
+        return self.seconds / self.count if self.count else 0.0
+
+
+class StatsBook:
+    """per-thread ``OpStat`` tables, merged on demand
+
+    Each thread updates its own table without locking; ``merged()`` adds
+    them up.  Read it once the threads are done for exact figures.
+    """
+
+    def __init__(self, names):
+        self._names = tuple(names)
+        self._local = threading.local()
+        self._tables = []
+        self._lock = threading.Lock()
+
+    def mine(self):
+        """the calling thread's table: operation name -> OpStat"""
+        table = getattr(self._local, 'table', None)
+        if table is None:
+            table = {name: OpStat() for name in self._names}
+            self._local.table = table
+            with self._lock:
+                self._tables.append(table)
+        return table
+
+    def merged(self):
+        total = {name: OpStat() for name in self._names}
+        with self._lock:
+            for table in self._tables:
+                for name, stat in table.items():
+                    total[name].merge(stat)
+        return total
+
+
+def descriptor_room():
+    """how many more descriptors this process may open, or None if unknown"""
+    try:
+        import resource
+    except ImportError:  # not a POSIX system
+        return None
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return None
+    try:
+        in_use = len(os.listdir('/proc/self/fd'))
+    except OSError:
+        in_use = 0
+    return soft - in_use
+
+
+def close_target(target):
+    """close an integer descriptor or a file object"""
+    if type(target) is int:
+        os.close(target)
+    else:
+        target.close()
+
+
+class Closer:
+    """Close files inline or on background threads.  See the module doc."""
+
+    # adaptive mode: weight of one close in the inline latency estimate
+    SMOOTHING = 1.0 / 32
+    # background mode: files between two inline probes, at first and at most
+    PROBE_FIRST = 256
+    PROBE_MOST = 16384
+    # closes timed inline by one probe
+    PROBE_LENGTH = 8
+
+    def __init__(
+        self,
+        policy=ADAPTIVE,
+        threads=4,
+        maxthreads=64,
+        maxqueue=384,
+        threshold=30e-6,
+        window=16,
+        minfilecount=2048,
+        expectedcount=-1,
+        clock=time.perf_counter,
+        closefn=close_target,
+        fdroom=descriptor_room,
+    ):
+        if policy not in POLICIES:
+            raise ValueError('unknown policy %r' % (policy,))
+        if threads < 1 or maxqueue < 1 or window < 1:
+            raise ValueError('threads, maxqueue and window must be positive')
+        room = fdroom() if callable(fdroom) else fdroom
+        if room is not None:
+            # half of what is left: the submitters open files too
+            maxqueue = max(1, min(maxqueue, (room - _FD_RESERVE) // 2))
+        self.reason = None
+        if 0 <= expectedcount < minfilecount and policy != INLINE:
+            # core's documented meaning of backgroundcloseminfilecount: so few
+            # files are not worth starting threads for
+            policy = INLINE
+            self.reason = 'fewer files than minfilecount'
+        self.policy = policy
+        self.threads = threads
+        self.maxthreads = max(threads, maxthreads)
+        self.maxqueue = maxqueue
+        self.threshold = threshold
+        self.window = window
+        self._clock = clock
+        self._closefn = closefn
+
+        self._lock = threading.Lock()
+        self._work = threading.Condition(self._lock)  # workers wait for items
+        self._room = threading.Condition(self._lock)  # submitters wait for room
+        self._items = collections.deque()
+        self._pending = 0  # handed over and not yet closed
+        self._idle = 0  # workers waiting for an item
+        self._roomwaiters = 0
+        self._stopping = False
+        self._workers = []
+        self._errors = []
+        self._raised = 0  # how many of _errors were already raised
+        self._owner = threading.get_ident()  # pending errors are raised here
+
+        self.background = policy == BACKGROUND
+        self.switches = 0  # changes between inline and background
+        self.peakpending = 0
+        # adaptive, inline: smoothed close time measured on the submitters
+        self.estimate = 0.0
+        # background: smoothed time a worker spends per close (this includes
+        # waiting for the GIL, which is what limits a worker's throughput)
+        self.latency = 0.0
+        # background: submissions in this sizing window, and when it began
+        self._wincount = 0
+        self._winstart = clock()
+        # background, adaptive: submissions until the next probe, the probe
+        # interval, closes left in the running probe and their total time
+        self._probeat = self.PROBE_FIRST
+        self._probeevery = self.PROBE_FIRST
+        self._probeleft = 0
+        self._probesum = 0.0
+
+        self._book = StatsBook(('close', 'close-background'))
+        if self.background:
+            self._start_workers(threads)
+
+    # statistics ---------------------------------------------------------
+
+    def stats(self):
+        """merged statistics: ``close`` (time submitters spent closing or
+        waiting) and ``close-background`` (time spent on worker threads)"""
+        return self._book.merged()
+
+    @property
+    def mode(self):
+        """what the closer is doing now: 'inline' or 'background'"""
+        return BACKGROUND if self.background else INLINE
+
+    @property
+    def threadcount(self):
+        """how many background threads were started"""
+        return len(self._workers)
+
+    @property
+    def errors(self):
+        return list(self._errors)
+
+    # submission ---------------------------------------------------------
+
+    def close(self, target, name=None):
+        """close ``target`` (a descriptor or a file object) now or later
+
+        ``name`` is used in the error if the close fails.  The file must not
+        be used by the caller after this call, even when it raises: the file
+        is always closed or handed over first, then an earlier background
+        failure is raised (on the owner thread only).
+        """
+        self._submit(target, name)
+        if (
+            self._raised < len(self._errors)
+            and threading.get_ident() == self._owner
+        ):
+            self._raise_pending()
+
+    def _submit(self, target, name):
+        clock = self._clock
+        stat = self._book.mine()['close']
+        start = clock()
+        probing = False
+        # after shutdown() nobody is left to close it later: close it here
+        if self.background and not self._stopping:
+            with self._lock:
+                if self._probeleft:
+                    self._probeleft -= 1
+                    probing = True
+                else:
+                    self._enqueue_locked(target, name)
+            if not probing:
+                stat.add(clock() - start)
+                return
+        try:
+            self._closefn(target)
+        except Exception as exc:
+            stat.add(clock() - start)
+            raise FileError(name, exc) from exc
+        duration = clock() - start
+        stat.add(duration)
+        if probing:
+            self._learn_probe(duration)
+        elif self.policy == ADAPTIVE and not self._stopping:
+            self._learn_inline(duration)
+
+    def _enqueue_locked(self, target, name):
+        while self._pending >= self.maxqueue:
+            if len(self._workers) < self.maxthreads:
+                # the pool is too small for this latency: grow it now
+                self._start_workers(1)
+            self._roomwaiters += 1
+            self._room.wait()
+            self._roomwaiters -= 1
+        self._items.append((target, name))
+        self._pending += 1
+        if self._pending > self.peakpending:
+            self.peakpending = self._pending
+        # wake a parked worker only when the busy ones have more than one
+        # file each waiting: a worker that finds work when it finishes a
+        # close costs fewer GIL hand-offs than one woken up
+        if self._idle and len(self._items) > len(self._workers) - self._idle:
+            self._work.notify()
+        self._wincount += 1
+        if self._wincount >= self.window:
+            now = self._clock()
+            self._grow_locked((now - self._winstart) / self._wincount)
+            self._winstart = now
+            self._wincount = 0
+        if self.policy == ADAPTIVE:
+            self._probeat -= 1
+            if self._probeat <= 0:
+                self._probeleft = self.PROBE_LENGTH
+                self._probesum = 0.0
+
+    def _learn_inline(self, duration):
+        # called by whichever thread closed inline; a race between two
+        # writer threads here only blurs the estimate a little
+        self.estimate += (duration - self.estimate) * self.SMOOTHING
+        if self.estimate <= self.threshold:
+            return
+        with self._lock:
+            if self.background:
+                return
+            self.background = True
+            self.switches += 1
+            self._probeat = self._probeevery = self.PROBE_FIRST
+            self._probeleft = 0
+            self.latency = max(self.latency, self.estimate)
+            if len(self._workers) < self.threads:
+                self._start_workers(self.threads - len(self._workers))
+            self._wincount = 0
+            self._winstart = self._clock()
+
+    def _learn_probe(self, duration):
+        """background mode: one close of a probe was timed inline"""
+        with self._lock:
+            self._probesum += duration
+            if self._probeleft:
+                return
+            mean = self._probesum / self.PROBE_LENGTH
+            if mean < self.threshold / 2:
+                # closes became cheap: handing them over costs more than
+                # it saves; workers stay parked until the closer exits
+                self.background = False
+                self.switches += 1
+                self.estimate = mean
+                return
+            self._probeevery = min(self._probeevery * 2, self.PROBE_MOST)
+            self._probeat = self._probeevery
+
+    def _grow_locked(self, interval):
+        """start threads so that closes of ``self.latency`` seconds keep up
+        with one submission every ``interval`` seconds"""
+        if interval <= 0:
+            interval = 1e-6
+        # a quarter more than the steady state needs, for jitter
+        need = math.ceil(self.latency / interval * 1.25) + 1
+        need = min(need, self.maxthreads)
+        if need > len(self._workers):
+            self._start_workers(need - len(self._workers))
+
+    # workers ------------------------------------------------------------
+
+    def _start_workers(self, count):
+        for _ in range(count):
+            if len(self._workers) >= self.maxthreads:
+                return
+            worker = threading.Thread(
+                target=self._worker,
+                name='backgroundclose-%d' % len(self._workers),
+            )
+            worker.daemon = True
+            self._workers.append(worker)
+            worker.start()
+
+    def _worker(self):
+        clock = self._clock
+        closefn = self._closefn
+        stat = self._book.mine()['close-background']
+        lock = self._lock
+        items = self._items
+        # one critical section per close: account for the last close and
+        # take the next item together, so that a busy worker needs the GIL
+        # once per close
+        lock.acquire()
+        try:
+            while True:
+                while not items:
+                    if self._stopping:
+                        return
+                    self._idle += 1
+                    self._work.wait()
+                    self._idle -= 1
+                target, name = items.popleft()
+                lock.release()
+                error = None
+                start = clock()
+                try:
+                    closefn(target)
+                except BaseException as exc:  # re-raised on the owner
+                    error = FileError(name, exc)
+                duration = clock() - start
+                stat.add(duration)
+                lock.acquire()
+                self._pending -= 1
+                if error is not None:
+                    self._errors.append(error)
+                self.latency += (duration - self.latency) * 0.125
+                if self._roomwaiters:
+                    self._room.notify_all()
+        finally:
+            lock.release()
+
+    # completion ---------------------------------------------------------
+
+    def record(self, error):
+        """keep ``error`` (a FileError) to be raised on the owner thread"""
+        with self._lock:
+            self._errors.append(error)
+
+    def _raise_pending(self):
+        error = self._errors[self._raised]
+        self._raised = len(self._errors)
+        raise error
+
+    def wait(self):
+        """wait until every file handed over is closed"""
+        with self._lock:
+            while self._pending:
+                self._roomwaiters += 1
+                self._room.wait()
+                self._roomwaiters -= 1
+
+    def drain(self):
+        """wait until every file handed over is closed, then raise the first
+        error not raised yet"""
+        self.wait()
+        if self._raised < len(self._errors):
+            self._raise_pending()
+
+    def shutdown(self):
+        """close everything still queued and join the worker threads"""
+        with self._lock:
+            self._stopping = True
+            self._work.notify_all()
+        for worker in self._workers:
+            worker.join()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc_value, exc_tb):
+        self.shutdown()
+        if exc_type is None and self._raised < len(self._errors):
+            self._raise_pending()
+        return False

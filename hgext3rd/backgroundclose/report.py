@@ -1,0 +1,122 @@
+# report.py - the timing report of a stream apply
+#
+# Copyright 2026 hg-backgroundclose contributors
+#
+# This software may be used and distributed according to the terms of the
+# GNU General Public License version 2 or any later version.
+"""Collect and print what a stream apply spent its time on.
+
+The table follows the system-call table of the 2015 mercurial-devel post
+"Excessive time spent in CloseFile on Windows": one row per operation with
+its count, total, mean and maximum.  Closing has two rows: the time the
+writing threads spent closing or waiting for room in the queue ("close"),
+and the time the background threads spent closing ("close, background").
+"""
+
+from mercurial.i18n import _
+from mercurial import util
+
+# operations timed by the stream wrappers, in table order
+OPERATIONS = ('open', 'write', 'mkdir')
+CLOSE_OPERATIONS = ('close', 'close-background')
+
+_LABELS = {
+    'open': _(b'open'),
+    'write': _(b'write'),
+    'mkdir': _(b'mkdir'),
+    'close': _(b'close (waited)'),
+    'close-background': _(b'close (threads)'),
+}
+
+
+class ApplyReport:
+    """the figures of one stream apply"""
+
+    def __init__(self, fmt, seconds, ops, closer):
+        self.format = fmt  # b'v1', b'v2' or b'v3'
+        self.seconds = seconds
+        self.ops = ops  # name -> closer.OpStat
+        self.files = ops['close'].count
+        self.bytes = ops['write'].bytes
+        self.closer = closer  # bytes key -> value, see streamapply
+
+    def todict(self):
+        """the report as bytes-keyed data for a formatter"""
+        ops = {}
+        for name in OPERATIONS + CLOSE_OPERATIONS:
+            stat = self.ops[name]
+            ops[name.encode('ascii')] = {
+                b'count': stat.count,
+                b'seconds': stat.seconds,
+                b'mean': stat.mean,
+                b'max': stat.max,
+            }
+        return {
+            b'format': self.format,
+            b'files': self.files,
+            b'bytes': self.bytes,
+            b'seconds': self.seconds,
+            b'ops': ops,
+            b'closer': dict(self.closer),
+        }
+
+
+def _rate(amount, seconds):
+    return amount / seconds if seconds > 0 else 0.0
+
+
+def write_text(ui, report):
+    """print one report as a human-readable table"""
+    ui.write(
+        _(b'stream apply (%s): %d files, %s in %s (%s/s, %d files/s)\n')
+        % (
+            report.format,
+            report.files,
+            util.bytecount(report.bytes),
+            util.timecount(report.seconds),
+            util.bytecount(int(_rate(report.bytes, report.seconds))),
+            _rate(report.files, report.seconds),
+        )
+    )
+    ui.write(
+        b'  %-17s %9s %11s %11s %11s\n'
+        % (_(b'operation'), _(b'count'), _(b'total'), _(b'mean'), _(b'max'))
+    )
+    for name in OPERATIONS + CLOSE_OPERATIONS:
+        stat = report.ops[name]
+        ui.write(
+            b'  %-17s %9d %11s %11s %11s\n'
+            % (
+                _LABELS[name],
+                stat.count,
+                util.timecount(stat.seconds) if stat.count else b'-',
+                util.timecount(stat.mean) if stat.count else b'-',
+                util.timecount(stat.max) if stat.count else b'-',
+            )
+        )
+    closer = report.closer
+    ui.write(
+        _(b'  closer: %s, %s, %d threads, at most %d files queued (peak %d)\n')
+        % (
+            closer[b'policy'],
+            closer[b'mode'],
+            closer[b'threads'],
+            closer[b'maxqueue'],
+            closer[b'peakqueued'],
+        )
+    )
+
+
+def show(ui, reports, style, opts=None):
+    """print ``reports``: ``style`` is b'text' or b'json', ``opts`` are
+    formatter options (``-T``) that override it"""
+    opts = dict(opts or {})
+    if not opts.get(b'template') and style == b'json':
+        opts[b'template'] = b'json'
+    with ui.formatter(b'backgroundclose', opts) as fm:
+        for report in reports:
+            fm.startitem()
+            if fm.isplain():
+                write_text(ui, report)
+            else:
+                fm.data(**{k.decode('ascii'): v for k, v in report.todict().items()})

@@ -1,0 +1,88 @@
+# settings.py - read and validate the [worker] settings of the closer
+#
+# Copyright 2026 hg-backgroundclose contributors
+#
+# This software may be used and distributed according to the terms of the
+# GNU General Public License version 2 or any later version.
+"""Turn the ``[worker]`` configuration into arguments for the closer.
+
+Core Mercurial's four settings keep their meaning; the extension adds a few
+of its own (registered in ``__init__``).  Every value is checked here, before
+anything is written, and a bad one aborts with a message naming the setting.
+"""
+
+from mercurial.i18n import _
+from mercurial import error
+from mercurial.utils import stringutil
+
+from . import closer as closermod
+
+SECTION = b'worker'
+
+# report values: off, human table, JSON
+REPORT_OFF = b'off'
+REPORT_TEXT = b'text'
+REPORT_JSON = b'json'
+
+
+def _positive(ui, name, minimum=1):
+    value = ui.configint(SECTION, name)
+    if value is None or value < minimum:
+        what = _(b'a positive integer') if minimum else _(b'zero or more')
+        raise error.Abort(
+            _(b'%s.%s must be %s, not %s')
+            % (SECTION, name, what, ui.config(SECTION, name)),
+            hint=_(b'see "hg help -e backgroundclose"'),
+        )
+    return value
+
+
+def policy(ui):
+    """what ``worker.backgroundclose`` asks for
+
+    Left unset, the extension decides while it applies (adaptive); set, it
+    forces closing on background threads or on the writing thread.
+    """
+    if ui.config(SECTION, b'backgroundclose') is None:
+        return closermod.ADAPTIVE
+    if ui.configbool(SECTION, b'backgroundclose'):
+        return closermod.BACKGROUND
+    return closermod.INLINE
+
+
+def closer_options(ui):
+    """keyword arguments for ``closer.Closer`` from the configuration"""
+    return {
+        'policy': policy(ui),
+        'threads': _positive(ui, b'backgroundclosethreadcount'),
+        'maxthreads': _positive(ui, b'backgroundclosemaxthreadcount'),
+        'maxqueue': _positive(ui, b'backgroundclosemaxqueue'),
+        'minfilecount': _positive(ui, b'backgroundcloseminfilecount', 0),
+        'threshold': _positive(ui, b'backgroundclosethreshold', 0) * 1e-6,
+    }
+
+
+def report(ui):
+    """how to print the timing report after a stream apply
+
+    ``worker.backgroundclosereport`` takes a boolean or ``json``; unset, the
+    report is shown as a table with --verbose only.
+    """
+    value = ui.config(SECTION, b'backgroundclosereport')
+    if value is None:
+        return REPORT_TEXT if ui.verbose else REPORT_OFF
+    if value.strip().lower() == REPORT_JSON:
+        return REPORT_JSON
+    flag = stringutil.parsebool(value)
+    if flag is None:
+        raise error.Abort(
+            _(b'%s.backgroundclosereport must be a boolean or "json", not %s')
+            % (SECTION, value)
+        )
+    return REPORT_TEXT if flag else REPORT_OFF
+
+
+def validate(ui):
+    """check every setting now, so that a typo aborts before any write"""
+    closer_options(ui)
+    report(ui)

@@ -1,0 +1,331 @@
+# streamapply.py - background closing and timing for stream clone consumers
+#
+# Copyright 2026 hg-backgroundclose contributors
+#
+# This software may be used and distributed according to the terms of the
+# GNU General Public License version 2 or any later version.
+"""The seams between the closer and Mercurial's stream clone code.
+
+A stream apply (``streamclone.consumev1``, ``consumev2``, ``consumev3``) runs
+inside an ``ApplySession``: one closer and one set of timings for the whole
+apply.  The session reaches the places where files are written through
+three small wrappers, all of which do nothing when no session is active:
+
+- ``vfs.backgroundfilecloser``: what ``vfs.backgroundclosing()`` enters.  In
+  a session it is the session's closer, so that leaving the context still
+  means "every file is closed" before the transaction ends, as in core.
+- ``vfs.__call__``: files opened for writing inside ``backgroundclosing()``
+  (stream v1; v3; v2 before Mercurial 7.0) come back wrapped so that writes
+  are timed and the close goes to the session's closer.  Opening itself is
+  core's: path audit, store encoding and file modes are untouched.
+- ``streamclone._write_files`` (Mercurial 7.0 and later, stream v2): the
+  paths it receives were prepared and audited by the store's vfs
+  (``prepare_streamed_file``); the replacement writes them like core does
+  and hands the descriptors to the closer.
+
+``util.makedirs`` is timed for the report's mkdir row.
+"""
+
+import os
+import threading
+
+from mercurial.i18n import _
+from mercurial import (
+    error,
+    util,
+)
+
+from . import (
+    closer as closermod,
+    report as reportmod,
+    settings,
+)
+
+# The apply in progress in this process, if any.  Stream applies do not
+# nest and do not run concurrently within one process.
+_session = None
+
+# When a list, finished applies append their report here instead of
+# printing it (debugapplystreamclonebundle prints them itself).
+_collected = None
+
+_OPEN_FLAGS = os.O_WRONLY | os.O_CREAT | getattr(os, 'O_BINARY', 0)
+
+
+class ApplySession:
+    """one stream apply: its closer, its timings, how to name its files"""
+
+    def __init__(self, repo, fmt, expectedcount=-1):
+        ui = repo.ui
+        self.ui = ui
+        self.format = fmt
+        self.reportstyle = settings.report(ui)
+        self.closer = closermod.Closer(
+            expectedcount=expectedcount, **settings.closer_options(ui)
+        )
+        self.book = closermod.StatsBook(reportmod.OPERATIONS)
+        # files are named relative to the store, or to .hg for the rest
+        self._roots = tuple(
+            (os.path.normpath(root) + b'/', prefix)
+            for root, prefix in (
+                (repo.svfs.join(b''), b''),
+                (repo.vfs.join(b''), b'.hg/'),
+            )
+        )
+        self.start = util.timer()
+
+    def describe(self, path):
+        """the name of a file in messages: store path, or .hg/ path"""
+        if not path:
+            return b'?'
+        path = os.path.normpath(path)
+        for root, prefix in self._roots:
+            if path.startswith(root):
+                return prefix + path[len(root) :]
+        return path
+
+    def abort(self, exc):
+        """the error.Abort that stands for a FileError"""
+        return error.Abort(
+            _(b'error %s %s: %s')
+            % (
+                exc.action.encode('ascii'),
+                self.describe(exc.name),
+                util.forcebytestr(exc.reason),
+            )
+        )
+
+    def finish(self):
+        """build the report, then print it or hand it to a collector"""
+        stats = self.book.merged()
+        stats.update(self.closer.stats())
+        closer = self.closer
+        info = {
+            b'policy': closer.policy.encode('ascii'),
+            b'mode': closer.mode.encode('ascii'),
+            b'threads': closer.threadcount,
+            b'maxqueue': closer.maxqueue,
+            b'peakqueued': closer.peakpending,
+            b'switches': closer.switches,
+        }
+        result = reportmod.ApplyReport(
+            self.format, util.timer() - self.start, stats, info
+        )
+        if _collected is not None:
+            _collected.append(result)
+        elif self.reportstyle != settings.REPORT_OFF:
+            reportmod.show(self.ui, [result], self.reportstyle)
+
+    def write_files(self, info):
+        """write stream v2 files from (path, mode, chunks) like core's
+        _write_files, handing each descriptor to the closer"""
+        table = self.book.mine()
+        openstat = table['open']
+        writestat = table['write']
+        closer = self.closer
+        clock = util.timer
+        write = os.write
+        # a writer thread of a parallel apply keeps its failures for the
+        # main thread, which raises them when it drains the closer
+        onmain = threading.current_thread() is threading.main_thread()
+        for path, mode, data in info:
+            start = clock()
+            if mode is None:
+                fd = os.open(path, _OPEN_FLAGS)
+            else:
+                fd = os.open(path, _OPEN_FLAGS, mode)
+            openstat.add(clock() - start)
+            try:
+                for chunk in data:
+                    start = clock()
+                    written = write(fd, chunk)
+                    while written < len(chunk):
+                        written += write(fd, chunk[written:])
+                    writestat.add(clock() - start, len(chunk))
+            except OSError as exc:
+                os.close(fd)
+                failure = closermod.FileError(path, exc, 'writing')
+                if onmain:
+                    raise failure from exc
+                closer.record(failure)
+                for _chunk in data:  # keep the stream in step
+                    pass
+                continue
+            except BaseException:
+                os.close(fd)
+                raise
+            try:
+                closer.close(fd, path)
+            except closermod.FileError as exc:
+                if onmain:
+                    raise
+                closer.record(exc)
+
+
+class SessionCloser:
+    """what vfs.backgroundclosing() gets during a session
+
+    Leaving the context waits for every close (and raises what failed), so
+    that the transaction only ends once the files are complete on disk.
+    """
+
+    def __init__(self, session):
+        self._session = session
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc_value, exc_tb):
+        if exc_type is None:
+            self._session.closer.drain()
+        else:
+            self._session.closer.wait()
+        return False
+
+    def close(self, fh):
+        self._session.closer.close(fh, getattr(fh, 'name', None))
+
+
+class StreamedFile:
+    """a file written by a stream apply: timed writes, closed by the
+    session's closer"""
+
+    __slots__ = ('_fp', '_closer', '_path', '_writestat', '_closed')
+
+    def __init__(self, fp, session, path, writestat):
+        self._fp = fp
+        self._closer = session.closer
+        self._path = path
+        self._writestat = writestat
+        self._closed = False
+
+    def write(self, data):
+        start = util.timer()
+        try:
+            result = self._fp.write(data)
+        except OSError as exc:
+            raise closermod.FileError(self._path, exc, 'writing') from exc
+        self._writestat.add(util.timer() - start, len(data))
+        return result
+
+    def close(self):
+        if not self._closed:
+            self._closed = True
+            self._closer.close(self._fp, self._path)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc_value, exc_tb):
+        if exc_type is None:
+            self.close()
+        elif not self._closed:
+            # already failing: close here and let the first error win
+            self._closed = True
+            try:
+                self._fp.close()
+            except OSError:
+                pass
+        return False
+
+    def __getattr__(self, name):
+        return getattr(self._fp, name)
+
+
+# wrappers -----------------------------------------------------------------
+
+
+def consumer(fmt):
+    """a wrapper for streamclone.consumevN that runs it in a session"""
+
+    def wrapper(orig, repo, fp, *args, **kwargs):
+        global _session
+        if _session is not None:
+            return orig(repo, fp, *args, **kwargs)
+        # consumev1 and consumev2 are told the file count; v3 is not
+        expectedcount = args[0] if fmt != b'v3' and args else -1
+        session = ApplySession(repo, fmt, expectedcount)
+        _session = session
+        try:
+            with session.closer:
+                try:
+                    result = orig(repo, fp, *args, **kwargs)
+                finally:
+                    _session = None
+        except closermod.FileError as exc:
+            raise session.abort(exc) from exc
+        session.finish()
+        return result
+
+    return wrapper
+
+
+def backgroundfilecloser(orig, ui, expectedcount=-1):
+    if _session is None:
+        return orig(ui, expectedcount=expectedcount)
+    return SessionCloser(_session)
+
+
+def vfsopen(orig, self, path, mode=b'rb', *args, **kwargs):
+    session = _session
+    if (
+        session is None
+        or args
+        or mode not in (b'w', b'wb')
+        or kwargs.get('atomictemp')
+        or kwargs.get('checkambig')
+        # only files opened inside backgroundclosing(): written once, and
+        # closed before the context (and so the transaction) ends
+        or not isinstance(getattr(self, '_backgroundfilecloser', None),
+                          SessionCloser)
+        or threading.current_thread() is not threading.main_thread()
+    ):
+        return orig(self, path, mode, *args, **kwargs)
+    kwargs.pop('backgroundclose', None)
+    table = session.book.mine()
+    mkdir = table['mkdir']
+    before = mkdir.seconds
+    start = util.timer()
+    fp = orig(self, path, mode, **kwargs)
+    # opening may create directories; those count as mkdir, not open
+    table['open'].add(util.timer() - start - (mkdir.seconds - before))
+    return StreamedFile(fp, session, self.join(path), table['write'])
+
+
+_mkdirdepth = threading.local()
+
+
+def makedirs(orig, name, *args, **kwargs):
+    session = _session
+    # util.makedirs calls itself for missing parents: time the outer call
+    if session is None or getattr(_mkdirdepth, 'inside', False):
+        return orig(name, *args, **kwargs)
+    _mkdirdepth.inside = True
+    start = util.timer()
+    try:
+        return orig(name, *args, **kwargs)
+    finally:
+        _mkdirdepth.inside = False
+        session.book.mine()['mkdir'].add(util.timer() - start)
+
+
+def write_files(orig, info):
+    session = _session
+    if session is None:
+        return orig(info)
+    return session.write_files(info)
+
+
+class collecting:
+    """collect the reports of the applies run inside the block"""
+
+    def __enter__(self):
+        global _collected
+        self._saved = _collected
+        _collected = []
+        return _collected
+
+    def __exit__(self, exc_type, exc_value, exc_tb):
+        global _collected
+        _collected = self._saved
+        return False

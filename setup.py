@@ -1,0 +1,30 @@
+# setup.py - packaging of the hg-backgroundclose Mercurial extension
+#
+# Copyright 2026 hg-backgroundclose contributors
+#
+# This software may be used and distributed according to the terms of the
+# GNU General Public License version 2 or any later version.
+from setuptools import setup
+
+setup(
+    name='hg-backgroundclose',
+    version='0.1.0',
+    description=(
+        'Mercurial extension closing files on background threads when '
+        'closing is slow (NTFS, NFS, FUSE)'
+    ),
+    long_description=open('README.rst').read(),
+    long_description_content_type='text/x-rst',
+    license='GPL-2.0-or-later',
+    # Mercurial itself is not required here, like hg-evolve does: the
+    # extension runs inside whatever Mercurial the user already has (6.5+)
+    packages=['hgext3rd', 'hgext3rd.backgroundclose'],
+    python_requires='>=3.8',
+    classifiers=[
+        'Environment :: Plugins',
+        'License :: OSI Approved :: GNU General Public License v2 or later '
+        '(GPLv2+)',
+        'Programming Language :: Python :: 3',
+        'Topic :: Software Development :: Version Control :: Mercurial',
+    ],
+)

@@ -1,0 +1,33 @@
+# setup.sh - common environment of the cram tests, sourced by every .t file
+#
+# Like Mercurial's own test runner: no user configuration, a fixed user,
+# C locale, the extension enabled by name (as an installed package), and a
+# dummy ssh that runs the "remote" hg on this machine.
+HGRCPATH="$PWD/.hgrc"
+export HGRCPATH
+cat > "$HGRCPATH" <<HGRC
+[ui]
+username = test <test@example.invalid>
+ssh = "$TESTDIR/dummyssh"
+remotecmd = hg
+[extensions]
+backgroundclose =
+HGRC
+HGENCODING=ascii
+LANG=C
+LC_ALL=C
+TZ=GMT
+HGUSER=test
+HGEMITWARNINGS=1
+export HGENCODING LANG LC_ALL TZ HGUSER HGEMITWARNINGS
+unset HGPLAIN HGPLAINEXCEPT
+
+# makerepo DEST FILES: a small source-like repository (see bench/corpus.py)
+makerepo() {
+  python3 "$TESTDIR/../bench/corpus.py" --hg hg --files "$2" --seed 1 "$1"
+}
+
+# freeport: a free TCP port on localhost
+freeport() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}

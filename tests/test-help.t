@@ -1,0 +1,54 @@
+Enabling the extension and reading its documentation
+====================================================
+
+  $ . "$TESTDIR/setup.sh"
+
+The extension loads by name once installed, from the hgext3rd namespace:
+
+  $ hg version -v | grep backgroundclose
+    backgroundclose  external  0.1.0 (glob)
+
+  $ hg help -e backgroundclose | head -n 3
+  backgroundclose extension - close files on background threads when closing a
+  written file is slow
+  
+
+Every setting is documented:
+
+  $ for setting in backgroundclose backgroundclosethreadcount \
+  >     backgroundclosemaxqueue backgroundcloseminfilecount \
+  >     backgroundclosemaxthreadcount backgroundclosethreshold \
+  >     backgroundclosereport; do
+  >   hg help -e backgroundclose | grep -c "^\"$setting\"\$"
+  > done
+  1
+  1
+  1
+  1
+  1
+  1
+  1
+
+debugapplystreamclonebundle gains -T and says which formats it takes:
+
+  $ hg help debugapplystreamclonebundle | grep -e '-T --template' -e 'every format'
+  bundles of every format are accepted: packed1 (v1, from 'hg
+   -T --template TEMPLATE display with template
+
+Without the extension, settings it adds do not disturb Mercurial:
+
+  $ cat >> .hgrc <<HGRC
+  > [worker]
+  > backgroundclosemaxthreadcount = 16
+  > backgroundclosethreshold = 50
+  > backgroundclosereport = json
+  > HGRC
+  $ hg --config extensions.backgroundclose=! init plain
+  $ hg --config extensions.backgroundclose=! -R plain config worker
+  worker.backgroundclosemaxthreadcount=16
+  worker.backgroundclosethreshold=50
+  worker.backgroundclosereport=json
+  $ echo a > plain/a
+  $ hg --config extensions.backgroundclose=! -R plain commit -qAm a
+  $ hg --config extensions.backgroundclose=! -R plain log -T '{desc}\n'
+  a

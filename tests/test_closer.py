@@ -1,0 +1,346 @@
+# test_closer.py - unit tests of the background closer
+#
+# Copyright 2026 hg-backgroundclose contributors
+#
+# This software may be used and distributed according to the terms of the
+# GNU General Public License version 2 or any later version.
+"""The closer on its own: no Mercurial, fake or real files."""
+
+import errno
+import os
+import sys
+import threading
+import time
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
+
+from hgext3rd.backgroundclose import closer as closermod  # noqa: E402
+
+Closer = closermod.Closer
+
+
+class Files:
+    """fake files: records every close, optionally slow or failing"""
+
+    def __init__(self, latency=0.0, failing=()):
+        self.latency = latency
+        self.failing = set(failing)
+        self.closed = []
+        self.lock = threading.Lock()
+        self.open = 0
+        self.peak_open = 0
+
+    def opened(self):
+        with self.lock:
+            self.open += 1
+            self.peak_open = max(self.peak_open, self.open)
+
+    def close(self, target):
+        if self.latency:
+            time.sleep(self.latency)
+        with self.lock:
+            self.closed.append(target)
+            self.open -= 1
+        if target in self.failing:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+
+def closer_for(files, **kwargs):
+    kwargs.setdefault('fdroom', None)
+    return Closer(closefn=files.close, **kwargs)
+
+
+@pytest.mark.parametrize('policy', closermod.POLICIES)
+def test_every_file_closed_exactly_once(policy):
+    files = Files(latency=0.0002)
+    with closer_for(files, policy=policy, minfilecount=0) as closer:
+        for target in range(500):
+            files.opened()
+            closer.close(target, 'f%d' % target)
+    assert sorted(files.closed) == list(range(500))
+
+
+def test_every_file_closed_once_from_several_threads():
+    files = Files(latency=0.0001)
+    closer = closer_for(files, policy=closermod.BACKGROUND)
+
+    def submit(base):
+        for i in range(300):
+            closer.close(base + i, None)
+
+    with closer:
+        threads = [
+            threading.Thread(target=submit, args=(n * 1000,)) for n in range(4)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    expected = [n * 1000 + i for n in range(4) for i in range(300)]
+    assert sorted(files.closed) == expected
+
+
+@pytest.mark.parametrize('maxqueue', [1, 3, 17])
+def test_open_files_bounded_by_maxqueue(maxqueue):
+    files = Files(latency=0.001)
+    with closer_for(
+        files, policy=closermod.BACKGROUND, maxqueue=maxqueue, maxthreads=64
+    ) as closer:
+        for target in range(200):
+            files.opened()
+            # the file being submitted is open, plus those handed over
+            assert files.open <= maxqueue + 1
+            closer.close(target)
+    assert closer.peakpending <= maxqueue
+    assert files.peak_open <= maxqueue + 1
+    assert len(files.closed) == 200
+
+
+def test_descriptor_limit_clamps_the_queue():
+    closer = Closer(fdroom=40, maxqueue=384)
+    assert closer.maxqueue == (40 - closermod._FD_RESERVE) // 2
+    assert Closer(fdroom=3, maxqueue=384).maxqueue == 1
+    assert Closer(fdroom=None, maxqueue=384).maxqueue == 384
+
+
+def _closer_threads():
+    return [
+        t for t in threading.enumerate() if t.name.startswith('backgroundclose')
+    ]
+
+
+def test_threads_joined_on_exit():
+    before = len(_closer_threads())
+    files = Files(latency=0.0005)
+    with closer_for(files, policy=closermod.BACKGROUND, threads=8) as closer:
+        for target in range(100):
+            closer.close(target)
+        assert len(_closer_threads()) >= before + 8
+    assert len(_closer_threads()) == before
+
+
+def test_threads_joined_and_files_closed_when_the_block_fails():
+    before = len(_closer_threads())
+    files = Files(latency=0.0005)
+    with pytest.raises(KeyError):
+        with closer_for(files, policy=closermod.BACKGROUND) as closer:
+            for target in range(100):
+                closer.close(target)
+            raise KeyError('the apply failed')
+    assert len(_closer_threads()) == before
+    assert sorted(files.closed) == list(range(100))
+
+
+def test_background_error_raised_on_the_main_thread():
+    files = Files(latency=0.0002, failing={40})
+    closer = closer_for(files, policy=closermod.BACKGROUND)
+    with pytest.raises(closermod.FileError) as caught:
+        with closer:
+            for target in range(200):
+                closer.close(target, 'data/file%d.i' % target)
+    error = caught.value
+    assert error.name == 'data/file40.i'
+    assert error.error.errno == errno.EIO
+    assert str(error) == 'error closing data/file40.i: Input/output error'
+    # the failure did not stop the other files from being closed
+    assert sorted(files.closed) == list(range(200))
+
+
+def test_error_on_the_last_file_raised_at_exit():
+    files = Files(latency=0.002, failing={99})
+    closer = closer_for(files, policy=closermod.BACKGROUND)
+    with pytest.raises(closermod.FileError) as caught:
+        with closer:
+            for target in range(100):
+                closer.close(target, 'last%d' % target)
+            # nothing failed yet from the submitter's point of view
+    assert caught.value.name == 'last99'
+
+
+def test_drain_raises_and_waits():
+    files = Files(latency=0.001, failing={3})
+    with closer_for(files, policy=closermod.BACKGROUND) as closer:
+        for target in range(10):
+            closer.close(target, str(target))
+        with pytest.raises(closermod.FileError):
+            closer.drain()
+        assert len(files.closed) == 10
+        closer.drain()  # the error was raised once, not twice
+
+
+def test_inline_error_raised_immediately():
+    files = Files(failing={2})
+    with closer_for(files, policy=closermod.INLINE) as closer:
+        closer.close(1, 'one')
+        with pytest.raises(closermod.FileError) as caught:
+            closer.close(2, 'two')
+        assert caught.value.name == 'two'
+        closer.close(3, 'three')
+    assert files.closed == [1, 2, 3]
+
+
+def test_errors_recorded_by_other_threads_raised_on_owner():
+    files = Files()
+    with pytest.raises(closermod.FileError) as caught:
+        with closer_for(files, policy=closermod.INLINE) as closer:
+            worker = threading.Thread(
+                target=closer.record,
+                args=(closermod.FileError('w', OSError(errno.ENOSPC, 'full'),
+                                          'writing'),),
+            )
+            worker.start()
+            worker.join()
+    assert str(caught.value) == 'error writing w: full'
+
+
+class FakeClock:
+    """a clock that only moves when a fake close takes time"""
+
+    def __init__(self):
+        self.now = 0.0
+        self.lock = threading.Lock()
+
+    def __call__(self):
+        return self.now
+
+    def advance(self, seconds):
+        with self.lock:
+            self.now += seconds
+
+
+def timed_files(clock, latency_of):
+    closed = []
+
+    def close(target):
+        clock.advance(latency_of(target))
+        closed.append(target)
+
+    return close, closed
+
+
+def test_adaptive_stays_inline_when_closes_are_cheap():
+    clock = FakeClock()
+    close, closed = timed_files(clock, lambda t: 2e-6)
+    with Closer(clock=clock, closefn=close, fdroom=None) as closer:
+        for target in range(5000):
+            clock.advance(50e-6)  # the writer's own work between closes
+            closer.close(target)
+    assert closer.mode == closermod.INLINE
+    assert closer.threadcount == 0
+    assert len(closed) == 5000
+
+
+def test_adaptive_ignores_one_slow_close_among_cheap_ones():
+    clock = FakeClock()
+    close, closed = timed_files(clock, lambda t: 500e-6 if t == 100 else 2e-6)
+    with Closer(clock=clock, closefn=close, fdroom=None) as closer:
+        for target in range(1000):
+            closer.close(target)
+    assert closer.switches == 0
+    assert closer.threadcount == 0
+
+
+def test_adaptive_goes_background_when_closes_are_slow():
+    clock = FakeClock()
+    close, closed = timed_files(clock, lambda t: 700e-6)
+    with Closer(
+        clock=clock, closefn=close, fdroom=None, threads=2, maxthreads=16
+    ) as closer:
+        for target in range(400):
+            clock.advance(50e-6)
+            closer.close(target)
+        assert closer.mode == closermod.BACKGROUND
+        # 700 us closes every 50 us need about 14 threads: the pool grew
+        assert closer.threadcount > 2
+    assert sorted(closed) == list(range(400))
+
+
+def test_adaptive_returns_inline_when_closes_become_cheap():
+    clock = FakeClock()
+    slow_until = 300
+    close, closed = timed_files(
+        clock, lambda t: 700e-6 if t < slow_until else 1e-6
+    )
+    with Closer(clock=clock, closefn=close, fdroom=None) as closer:
+        for target in range(3000):
+            closer.close(target)
+            if target == slow_until - 50:
+                assert closer.mode == closermod.BACKGROUND
+    assert closer.mode == closermod.INLINE
+    assert closer.switches == 2
+    assert sorted(closed) == list(range(3000))
+
+
+def test_minfilecount_keeps_small_applies_inline():
+    files = Files(latency=0.001)
+    closer = closer_for(
+        files, policy=closermod.BACKGROUND, minfilecount=2048, expectedcount=10
+    )
+    with closer:
+        for target in range(10):
+            closer.close(target)
+    assert closer.policy == closermod.INLINE
+    assert closer.threadcount == 0
+    assert closer.reason
+
+
+def test_real_descriptors_are_closed(tmp_path):
+    fds = []
+    with Closer(policy=closermod.BACKGROUND) as closer:
+        for i in range(50):
+            fd = os.open(str(tmp_path / ('f%d' % i)), os.O_WRONLY | os.O_CREAT)
+            os.write(fd, b'data %d' % i)
+            fds.append(fd)
+            closer.close(fd, 'f%d' % i)
+    for fd in fds:
+        with pytest.raises(OSError) as caught:
+            os.fstat(fd)
+        assert caught.value.errno == errno.EBADF
+    assert (tmp_path / 'f49').read_bytes() == b'data 49'
+
+
+def test_stats_count_every_close():
+    files = Files(latency=0.0001)
+    with closer_for(files, policy=closermod.BACKGROUND) as closer:
+        for target in range(100):
+            closer.close(target)
+    stats = closer.stats()
+    assert stats['close'].count == 100
+    assert stats['close-background'].count == 100
+    assert stats['close-background'].seconds >= 100 * 0.0001
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    policy=st.sampled_from(closermod.POLICIES),
+    count=st.integers(min_value=0, max_value=120),
+    failing=st.sets(st.integers(min_value=0, max_value=119), max_size=5),
+    maxqueue=st.integers(min_value=1, max_value=40),
+    latency=st.sampled_from([0.0, 0.00005, 0.0005]),
+)
+def test_property_closed_once_errors_never_lost(
+    policy, count, failing, maxqueue, latency
+):
+    files = Files(latency=latency, failing=failing)
+    closer = closer_for(
+        files, policy=policy, maxqueue=maxqueue, minfilecount=0
+    )
+    raised = []
+    try:
+        with closer:
+            for target in range(count):
+                try:
+                    closer.close(target, target)
+                except closermod.FileError as exc:
+                    raised.append(exc.name)
+    except closermod.FileError as exc:
+        raised.append(exc.name)
+    assert sorted(files.closed) == list(range(count))
+    expected_failures = {t for t in failing if t < count}
+    # at least one failure surfaces when any close failed, and only real ones
+    assert bool(raised) == bool(expected_failures)
+    assert set(raised) <= expected_failures
+    assert {e.name for e in closer.errors} | set(raised) == expected_failures
