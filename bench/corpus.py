@@ -30,6 +30,9 @@ WORDS = (
     'netwerk parser services testing third_party tools uriloader view'
 ).split()
 
+# fixed commit date: the same seed gives the same changeset hashes
+DATE = '0 0'
+
 EXTENSIONS = ('.c', '.cpp', '.h', '.py', '.js', '.rs', '.txt', '.json', '.html')
 
 
@@ -130,17 +133,17 @@ def main(argv=None):
             symlinks=True,
         )
         hg(args.hg, 'init', args.dest)
-        hg(args.hg, 'commit', '-q', '-A', '-m', 'import tree', cwd=args.dest)
+        hg(args.hg, 'commit', '-q', '-A', '-d', DATE, '-m', 'import tree', cwd=args.dest)
         return 0
     os.makedirs(args.dest)
     hg(args.hg, 'init', args.dest)
     paths, rng = write_tree(args.dest, args.files, args.seed)
-    hg(args.hg, 'commit', '-q', '-A', '-m', 'initial tree', cwd=args.dest)
+    hg(args.hg, 'commit', '-q', '-A', '-d', DATE, '-m', 'initial tree', cwd=args.dest)
     # a second changeset touching some files gives revlogs with deltas
     for path in rng.sample(paths, max(1, len(paths) // 10)):
         with open(os.path.join(args.dest, path), 'ab') as fp:
             fp.write(text_content(rng, 200))
-    hg(args.hg, 'commit', '-q', '-m', 'second revision', cwd=args.dest)
+    hg(args.hg, 'commit', '-q', '-d', DATE, '-m', 'second revision', cwd=args.dest)
     return 0
 
 

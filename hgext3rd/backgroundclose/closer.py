@@ -194,6 +194,7 @@ class Closer:
         if room is not None:
             # half of what is left: the submitters open files too
             maxqueue = max(1, min(maxqueue, (room - _FD_RESERVE) // 2))
+        self.requested = policy
         self.reason = None
         if 0 <= expectedcount < minfilecount and policy != INLINE:
             # core's documented meaning of backgroundcloseminfilecount: so few

@@ -18,6 +18,7 @@ from mercurial import (
     error,
     exchange,
     pycompat,
+    streamclone,
 )
 
 from . import (
@@ -36,7 +37,8 @@ DOCSTRING = """
 """
 
 
-def _bundlespec(ui, fname):
+def _streamspec(ui, fname):
+    """the bundle spec of a bundle2 file (headers only for stream bundles)"""
     fh = compat.open_path(ui, fname)
     try:
         return exchange.getbundlespec(ui, fh)
@@ -44,30 +46,43 @@ def _bundlespec(ui, fname):
         fh.close()
 
 
-def debugapplystreamclonebundle(orig, ui, repo, fname, **opts):
-    opts = pycompat.byteskwargs(opts)
-    spec = _bundlespec(ui, fname)
-    with streamapply.collecting() as reports:
-        if spec.startswith(b'none-packed1'):
-            orig(ui, repo, fname)
-        elif b'stream=' in spec:
-            fh = compat.open_path(ui, fname)
-            try:
-                gen = exchange.readbundle(ui, fh, fname)
-                if not isinstance(gen, bundle2.unbundle20):
-                    raise error.Abort(_(b'%s: unexpected bundle type') % fname)
-                with repo.lock(), repo.transaction(b'unbundle') as tr:
-                    bundle2.applybundle(
-                        repo, gen, tr, source=b'unbundle', url=b'bundle:' + fname
-                    )
-            finally:
-                fh.close()
-        else:
+def _apply(ui, repo, orig, fname):
+    fh = compat.open_path(ui, fname)
+    try:
+        gen = exchange.readbundle(ui, fh, fname)
+        if isinstance(gen, streamclone.streamcloneapplier):
+            fh.close()
+            return orig(ui, repo, fname)  # v1: core's own command
+        spec = None
+        if isinstance(gen, bundle2.unbundle20):
+            spec = _streamspec(ui, fname)
+        if spec is None or b'stream=' not in spec:
             raise error.Abort(
-                _(b'%s is not a stream clone bundle (%s)') % (fname, spec),
+                _(b'%s is not a stream clone bundle') % fname,
                 hint=_(b'use "hg unbundle" to apply it'),
             )
+        with repo.lock(), repo.transaction(b'unbundle') as tr:
+            bundle2.applybundle(
+                repo, gen, tr, source=b'unbundle', url=b'bundle:' + fname
+            )
+    finally:
+        fh.close()
+
+
+def debugapplystreamclonebundle(orig, ui, repo, fname, **opts):
+    opts = pycompat.byteskwargs(opts)
+    settings.validate(ui)
     style = settings.report(ui)
     if style != settings.REPORT_JSON:
         style = settings.REPORT_TEXT
+    machine = bool(opts.get(b'template')) or style == settings.REPORT_JSON
+    if machine:
+        # keep stdout for the report alone: progress lines go to stderr
+        ui.pushbuffer()
+    try:
+        with streamapply.collecting() as reports:
+            _apply(ui, repo, orig, fname)
+    finally:
+        if machine:
+            ui.write_err(ui.popbuffer())
     reportmod.show(ui, reports, style, opts)

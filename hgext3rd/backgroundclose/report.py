@@ -95,11 +95,14 @@ def write_text(ui, report):
             )
         )
     closer = report.closer
+    mode = closer[b'mode']
+    if closer[b'reason']:
+        mode = b'%s (%s)' % (mode, closer[b'reason'])
     ui.write(
         _(b'  closer: %s, %s, %d threads, at most %d files queued (peak %d)\n')
         % (
             closer[b'policy'],
-            closer[b'mode'],
+            mode,
             closer[b'threads'],
             closer[b'maxqueue'],
             closer[b'peakqueued'],

@@ -25,8 +25,16 @@ REPORT_TEXT = b'text'
 REPORT_JSON = b'json'
 
 
+def _read(reader, name):
+    """read a setting, turning core's config error into an abort"""
+    try:
+        return reader(SECTION, name)
+    except error.ConfigError as exc:
+        raise error.Abort(exc.message, hint=_(b'see "hg help -e backgroundclose"'))
+
+
 def _positive(ui, name, minimum=1):
-    value = ui.configint(SECTION, name)
+    value = _read(ui.configint, name)
     if value is None or value < minimum:
         what = _(b'a positive integer') if minimum else _(b'zero or more')
         raise error.Abort(
@@ -45,7 +53,7 @@ def policy(ui):
     """
     if ui.config(SECTION, b'backgroundclose') is None:
         return closermod.ADAPTIVE
-    if ui.configbool(SECTION, b'backgroundclose'):
+    if _read(ui.configbool, b'backgroundclose'):
         return closermod.BACKGROUND
     return closermod.INLINE
 

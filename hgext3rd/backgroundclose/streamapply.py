@@ -101,7 +101,8 @@ class ApplySession:
         stats.update(self.closer.stats())
         closer = self.closer
         info = {
-            b'policy': closer.policy.encode('ascii'),
+            b'policy': closer.requested.encode('ascii'),
+            b'reason': (closer.reason or '').encode('ascii'),
             b'mode': closer.mode.encode('ascii'),
             b'threads': closer.threadcount,
             b'maxqueue': closer.maxqueue,
