@@ -353,7 +353,9 @@ class Closer:
             self.switches += 1
             self._probeat = self._probeevery = self.PROBE_FIRST
             self._probeleft = 0
-            self.latency = max(self.latency, self.estimate)
+            # size the pool from the close just measured: the smoothed
+            # estimate lags far behind a latency that is high from the start
+            self.latency = max(self.latency, duration)
             if len(self._workers) < self.threads:
                 self._start_workers(self.threads - len(self._workers))
             self._wincount = 0

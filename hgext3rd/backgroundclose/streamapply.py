@@ -34,6 +34,7 @@ from mercurial import (
     error,
     util,
 )
+from mercurial.utils import stringutil
 
 from . import (
     closer as closermod,
@@ -91,7 +92,7 @@ class ApplySession:
             % (
                 exc.action.encode('ascii'),
                 self.describe(exc.name),
-                util.forcebytestr(exc.reason),
+                stringutil.forcebytestr(exc.reason),
             )
         )
 

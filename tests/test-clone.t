@@ -1,0 +1,97 @@
+Stream clones over ssh and http, and unbundling a stream bundle
+===============================================================
+
+  $ . "$TESTDIR/setup.sh"
+  $ makerepo src 300
+
+hg clone --stream over ssh uses stream v2; the report is printed with
+--verbose, or always with worker.backgroundclosereport:
+
+  $ hg clone -U --stream ssh://user@dummy/src ssh-clone \
+  >   --config worker.backgroundclosereport=yes
+  streaming all changes
+  * files to transfer, * of data (glob)
+  stream-cloned * files / * in * seconds (*/sec) (glob)
+  stream apply (v2): * files, * in * (*/s, * files/s) (glob)
+    operation             count       total        mean         max
+    open * (glob)
+    write * (glob)
+    mkdir * (glob)
+    close (waited) * (glob)
+    close (threads) * (glob)
+    closer: * (glob)
+  $ hg -R ssh-clone verify -q
+
+  $ hg clone -v --stream ssh://user@dummy/src ssh-verbose | grep -e '^stream apply' -e '^  closer'
+  stream apply (v2): * files, * in * (*/s, * files/s) (glob)
+    closer: * (glob)
+  $ hg -R ssh-verbose verify -q
+  $ hg -R ssh-verbose status
+  $ hg -R ssh-verbose files | wc -l
+  \s*300 (re)
+
+Quiet by default:
+
+  $ hg clone -q -U --stream ssh://user@dummy/src ssh-quiet
+  $ hg clone -U --stream ssh://user@dummy/src ssh-default | grep -c 'stream apply'
+  0
+  [1]
+
+JSON reports, forced background closing with many threads:
+
+  $ hg clone -q -U --stream ssh://user@dummy/src ssh-json \
+  >   --config worker.backgroundclosereport=json \
+  >   --config worker.backgroundclose=yes \
+  >   --config worker.backgroundcloseminfilecount=0 \
+  >   --config worker.backgroundclosethreadcount=8 > clone.json
+  $ python3 - <<PY
+  > import json
+  > [report] = json.load(open('clone.json'))
+  > print(report['format'], report['closer']['mode'], report['closer']['threads'] >= 8)
+  > print(report['ops']['close-background']['count'] == report['files'])
+  > PY
+  v2 background True
+  True
+  $ hg -R ssh-json verify -q
+
+Core's parallel stream processing writer threads hand their closes over too:
+
+  $ hg clone -q -U --stream ssh://user@dummy/src ssh-parallel \
+  >   --config worker.parallel-stream-bundle-processing=yes \
+  >   --config worker.parallel-stream-bundle-processing.num-writer=3 \
+  >   --config worker.backgroundclosereport=json \
+  >   --config worker.backgroundclose=yes \
+  >   --config worker.backgroundcloseminfilecount=0 > parallel.json
+  $ python3 - <<PY
+  > import json
+  > [report] = json.load(open('parallel.json'))
+  > print(report['format'], report['closer']['mode'])
+  > print(report['ops']['close-background']['count'] == report['files'] > 300)
+  > PY
+  v2 background
+  True
+  $ hg -R ssh-parallel verify -q
+
+Over http, from hg serve on a free port:
+
+  $ port=`freeport`
+  $ hg serve -R src -a 127.0.0.1 -p $port -d --pid-file hg.pid -E errors.log
+  $ hg clone -U --stream http://127.0.0.1:$port/ http-clone \
+  >   --config worker.backgroundclosereport=yes | grep -e '^streaming' -e '^stream apply'
+  streaming all changes
+  stream apply (v2): * files, * in * (*/s, * files/s) (glob)
+  $ hg -R http-clone verify -q
+  $ kill `cat hg.pid`
+  $ cat errors.log
+
+hg unbundle of a stream bundle into an empty repository:
+
+  $ hg -R src bundle -q -a --type 'none-v2;stream=v2' stream.hg
+  $ hg init unbundled
+  $ hg -R unbundled unbundle -v stream.hg | grep -e '^stream apply' -e '^  closer'
+  stream apply (v2): * files, * in * (*/s, * files/s) (glob)
+    closer: * (glob)
+  $ hg -R unbundled verify -q
+  $ hg -R unbundled log -T '{rev} {desc}\n'
+  1 second revision
+  0 initial tree

@@ -1,0 +1,74 @@
+Under a slow-close file system, and when closes fail
+====================================================
+
+The close-latency model is bench/slowclose.c, built by make; run through
+"make test" (or set SLOWCLOSE_SO) to run this test.
+
+  $ [ -n "$SLOWCLOSE_SO" ] && [ -f "$SLOWCLOSE_SO" ] || exit 80
+  $ . "$TESTDIR/setup.sh"
+  $ makerepo src 300
+  $ hg -R src debugcreatestreamclonebundle v1.hg > /dev/null
+  $ hg -R src bundle -q -a --type 'none-v2;stream=v2' v2.hg
+  $ slow() { LD_PRELOAD="$SLOWCLOSE_SO" "$@"; }
+  $ cat >> .hgrc <<HGRC
+  > [worker]
+  > backgroundcloseminfilecount = 0
+  > HGRC
+
+When closes take 2 ms, the adaptive closer measures it and moves closes to
+background threads, growing the pool beyond the initial four:
+
+  $ for format in v1 v2; do
+  >   hg init slow-$format
+  >   SLOWCLOSE_US=2000 slow hg -R slow-$format -q debugapplystreamclonebundle -T json $format.hg > $format.json
+  >   python3 -c "
+  > import json
+  > [r] = json.load(open('$format.json'))
+  > c = r['closer']
+  > print(r['format'], c['policy'], c['mode'], c['threads'] > 4, r['ops']['close-background']['count'] > 250)"
+  >   hg -R slow-$format verify -q
+  > done
+  v1 adaptive background True True
+  v2 adaptive background True True
+
+A close that fails on a background thread aborts the apply and names the
+file, for v1 and v2 alike:
+
+  $ hg init fail-v1
+  $ SLOWCLOSE_US=200 SLOWCLOSE_FAIL_NTH=100 slow hg -R fail-v1 -q \
+  >   debugapplystreamclonebundle v1.hg --config worker.backgroundclose=yes
+  abort: error closing dh/ipc/build/docs/services/gfx/tests/toolkit/very_lon/dom_184_xxxxxxxxxxxxxxxxec5ab6126cbbdad22cd047cc85b31fcf0140d6f2.i: Input/output error
+  [255]
+  $ hg init fail-v2
+  $ SLOWCLOSE_US=200 SLOWCLOSE_FAIL_NTH=100 slow hg -R fail-v2 -q \
+  >   debugapplystreamclonebundle v2.hg --config worker.backgroundclose=yes
+  abort: error closing dh/ipc/build/docs/services/gfx/tests/toolkit/very_lon/dom_184_xxxxxxxxxxxxxxxxec5ab6126cbbdad22cd047cc85b31fcf0140d6f2.i: Input/output error
+  [255]
+
+The same when the closes run inline, with the reason the file system gave:
+
+  $ hg init fail-inline
+  $ SLOWCLOSE_FAIL_NTH=100 SLOWCLOSE_ERRNO=ENOSPC slow hg -R fail-inline -q \
+  >   debugapplystreamclonebundle v2.hg --config worker.backgroundclose=no
+  abort: error closing dh/ipc/build/docs/services/gfx/tests/toolkit/very_lon/dom_184_xxxxxxxxxxxxxxxxec5ab6126cbbdad22cd047cc85b31fcf0140d6f2.i: No space left on device
+  [255]
+
+Failures on the very last files, after the writing thread has handed every
+file over, are not lost either (the 305th close of this apply is the last
+store file; later ones are core's own writes):
+
+  $ hg init fail-last
+  $ SLOWCLOSE_US=3000 SLOWCLOSE_FAIL_NTH=305 SLOWCLOSE_ERRNO=EDQUOT slow hg -R fail-last -q \
+  >   debugapplystreamclonebundle v2.hg --config worker.backgroundclose=yes
+  abort: error closing 00changelog.i: Disk quota exceeded
+  [255]
+
+A clone that fails removes its destination, as core does:
+
+  $ SLOWCLOSE_US=200 SLOWCLOSE_FAIL_NTH=50 slow hg clone -q -U --stream \
+  >   ssh://user@dummy/src failed-clone --config worker.backgroundclose=yes
+  abort: error closing *: Input/output error (glob)
+  [255]
+  $ ls failed-clone
+  ls: cannot access 'failed-clone': No such file or directory
+  [2]
