@@ -20,9 +20,9 @@ take and decides while it runs (``adaptive``):
 - when the estimate exceeds ``threshold`` seconds, it switches to background
   closing;
 - in background mode, at every window of submissions it estimates how many
-  threads keep the submitting threads from waiting (time a worker spends per
-  close divided by the interval between submissions) and grows the pool up
-  to ``maxthreads``;
+  threads keep the submitting threads from waiting (close latency divided by
+  the interval between submissions, plus a quarter) and grows the pool up to
+  ``maxthreads``; a backlog of over half the queue adds a thread as well;
 - now and then (after 256 files, then twice as many each time it is
   confirmed) it closes a few files inline again to measure the file system
   without background threads in the way; when those closes are cheap (below
@@ -226,10 +226,13 @@ class Closer:
         self.background = policy == BACKGROUND
         self.switches = 0  # changes between inline and background
         self.peakpending = 0
+        self.parks = 0  # times a worker found nothing to do and slept
         # adaptive, inline: smoothed close time measured on the submitters
         self.estimate = 0.0
-        # background: smoothed time a worker spends per close (this includes
-        # waiting for the GIL, which is what limits a worker's throughput)
+        # background: close latency measured without background threads in
+        # the way (the close that made us switch, then each probe); what
+        # workers measure also holds their wait for the GIL, which would
+        # oversize the pool
         self.latency = 0.0
         # background: submissions in this sizing window, and when it began
         self._wincount = 0
@@ -375,6 +378,7 @@ class Closer:
                 self.switches += 1
                 self.estimate = mean
                 return
+            self.latency = mean
             self._probeevery = min(self._probeevery * 2, self.PROBE_MOST)
             self._probeat = self._probeevery
 
@@ -385,6 +389,9 @@ class Closer:
             interval = 1e-6
         # a quarter more than the steady state needs, for jitter
         need = math.ceil(self.latency / interval * 1.25) + 1
+        if len(self._items) > self.maxqueue // 2:
+            # the workers fall behind all the same: one more
+            need = max(need, len(self._workers) + 1)
         need = min(need, self.maxthreads)
         if need > len(self._workers):
             self._start_workers(need - len(self._workers))
@@ -419,6 +426,7 @@ class Closer:
                     if self._stopping:
                         return
                     self._idle += 1
+                    self.parks += 1
                     self._work.wait()
                     self._idle -= 1
                 target, name = items.popleft()
@@ -435,7 +443,6 @@ class Closer:
                 self._pending -= 1
                 if error is not None:
                     self._errors.append(error)
-                self.latency += (duration - self.latency) * 0.125
                 if self._roomwaiters:
                     self._room.notify_all()
         finally:
