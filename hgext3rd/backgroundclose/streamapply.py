@@ -140,21 +140,23 @@ class ApplySession:
             try:
                 for chunk in data:
                     start = clock()
-                    written = write(fd, chunk)
-                    while written < len(chunk):
-                        written += write(fd, chunk[written:])
+                    try:
+                        written = write(fd, chunk)
+                        while written < len(chunk):
+                            written += write(fd, chunk[written:])
+                    except OSError as exc:
+                        raise closermod.FileError(path, exc, 'writing') from exc
                     writestat.add(clock() - start, len(chunk))
-            except OSError as exc:
-                os.close(fd)
-                failure = closermod.FileError(path, exc, 'writing')
+            except closermod.FileError as failure:
+                _close_quietly(fd)
                 if onmain:
-                    raise failure from exc
+                    raise
                 closer.record(failure)
                 for _chunk in data:  # keep the stream in step
                     pass
                 continue
             except BaseException:
-                os.close(fd)
+                _close_quietly(fd)
                 raise
             try:
                 closer.close(fd, path)
@@ -162,6 +164,14 @@ class ApplySession:
                 if onmain:
                     raise
                 closer.record(exc)
+
+
+def _close_quietly(fd):
+    """close a descriptor on a path that is already failing"""
+    try:
+        os.close(fd)
+    except OSError:
+        pass
 
 
 class SessionCloser:
