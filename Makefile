@@ -11,9 +11,19 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-hg-$(HG_VERSION)
 SHIM := build/slowclose.so
 CRAM_ARGS ?=
+CRAM_TESTS ?= tests
 PYTEST_ARGS ?=
 
-.PHONY: all test unit cram demo shim venv clean
+# the latest release of every line the extension supports
+MATRIX ?= 6.5.3 6.6.3 6.7.4 6.8.2 6.9.5 7.0.3 7.1.2 7.2.4
+OLDEST := $(firstword $(MATRIX))
+
+# a release older than minimumhgversion: the extension must step aside
+UNSUPPORTED ?= 6.4.5
+
+.PHONY: all test unit cram demo shim venv clean test-matrix test-oldest \
+	test-unsupported \
+	bench bench-full
 
 all: test
 
@@ -39,10 +49,44 @@ unit: $(STAMP)
 
 cram: $(STAMP) $(SHIM)
 	PATH="$(abspath $(BIN)):$$PATH" SLOWCLOSE_SO="$(abspath $(SHIM))" \
-		$(BIN)/cram --shell=/bin/bash $(CRAM_ARGS) tests
+		$(BIN)/cram --shell=/bin/bash $(CRAM_ARGS) $(CRAM_TESTS)
+
+# the whole suite against one release, in its own virtualenv
+test-%:
+	$(MAKE) test HG_VERSION=$* VENV=build/venv-$*
+
+test-oldest: test-$(OLDEST)
+
+test-unsupported:
+	$(MAKE) cram HG_VERSION=$(UNSUPPORTED) VENV=build/venv-$(UNSUPPORTED) \
+		CRAM_TESTS=tests/test-unsupported.t
+
+# every supported release, one after the other (releases without a wheel
+# for this Python build from source, about 40 s each)
+test-matrix:
+	@failed=""; for v in $(MATRIX); do \
+		echo "=== Mercurial $$v"; \
+		$(MAKE) --no-print-directory test HG_VERSION=$$v VENV=build/venv-$$v \
+			|| failed="$$failed $$v"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "FAILED:$$failed"; exit 1; fi; \
+	echo "all passed: $(MATRIX)"
 
 demo: $(STAMP) $(SHIM)
 	$(BIN)/python bench/demo.py --hg $(BIN)/hg --shim $(SHIM)
+
+# side-by-side benchmark: at most 10 minutes on 2 cores
+bench: $(STAMP) $(SHIM)
+	$(BIN)/pip install --quiet matplotlib
+	$(BIN)/python bench/run.py --hg $(BIN)/hg --shim $(SHIM) --files 3000
+
+# a mozilla-central-sized repository (about 230,000 files): within an hour
+bench-full: $(STAMP) $(SHIM)
+	$(BIN)/pip install --quiet matplotlib
+	$(BIN)/python bench/run.py --hg $(BIN)/hg --shim $(SHIM) --name full \
+		--files 230000 --size-scale 3 --latencies 0,700 \
+		--operations v1-apply,v2-ssh --configs core,core-parallel,ext-adaptive \
+		--scaling 1000,10000,100000 --tmpfs-size 12g
 
 clean:
 	rm -rf $(VENV) build *.egg-info tests/*.t.err

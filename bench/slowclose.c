@@ -22,6 +22,8 @@
  *                          whole process) closes the descriptor and then
  *                          reports failure
  *   SLOWCLOSE_FAIL_FROM=N  every delayed close from the Nth on fails that way
+ *   SLOWCLOSE_FAIL_MATCH=S closes of files whose path, as opened, contains
+ *                          the string S fail that way
  *   SLOWCLOSE_ERRNO=NAME   errno reported by failing closes: EIO (default),
  *                          ENOSPC or EDQUOT
  *
@@ -50,6 +52,7 @@ static int tail_mode;
 static long fail_nth;
 static long fail_from;
 static int fail_errno = EIO;
+static const char *fail_match;
 static unsigned long close_count;
 static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
 
@@ -84,6 +87,9 @@ __attribute__((constructor)) static void slowclose_init(void)
     tail_mode = dist && strcmp(dist, "tail") == 0;
     fail_nth = env_long("SLOWCLOSE_FAIL_NTH");
     fail_from = env_long("SLOWCLOSE_FAIL_FROM");
+    fail_match = getenv("SLOWCLOSE_FAIL_MATCH");
+    if (fail_match && !*fail_match)
+        fail_match = NULL;
     if (env_long("SLOWCLOSE_SEED"))
         rng_state ^= (uint64_t)env_long("SLOWCLOSE_SEED") * 0x2545f4914f6cdd1dULL;
     if (err && strcmp(err, "ENOSPC") == 0)
@@ -97,12 +103,17 @@ static int writes(int flags)
     return (flags & O_ACCMODE) != O_RDONLY;
 }
 
-static int track(int fd, int flags)
+/* tracked[fd]: 0 untracked, 1 delayed, 2 delayed and doomed to fail */
+static int track(int fd, int flags, const char *path)
 {
     struct stat st;
     if (fd >= 0 && fd < SLOWCLOSE_MAXFD && writes(flags) &&
-        fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
-        __atomic_store_n(&tracked[fd], 1, __ATOMIC_RELEASE);
+        fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        unsigned char mark = 1;
+        if (fail_match && path && strstr(path, fail_match))
+            mark = 2;
+        __atomic_store_n(&tracked[fd], mark, __ATOMIC_RELEASE);
+    }
     return fd;
 }
 
@@ -142,13 +153,15 @@ static void sleep_us(long us)
 
 int close(int fd)
 {
-    if (fd >= 0 && fd < SLOWCLOSE_MAXFD &&
-        __atomic_exchange_n(&tracked[fd], 0, __ATOMIC_ACQ_REL)) {
+    unsigned char mark = 0;
+    if (fd >= 0 && fd < SLOWCLOSE_MAXFD)
+        mark = __atomic_exchange_n(&tracked[fd], 0, __ATOMIC_ACQ_REL);
+    if (mark) {
         unsigned long n = __atomic_add_fetch(&close_count, 1, __ATOMIC_RELAXED);
         int saved = errno;
         sleep_us(pick_delay_us());
         errno = saved;
-        if ((fail_nth && (long)n == fail_nth) ||
+        if (mark == 2 || (fail_nth && (long)n == fail_nth) ||
             (fail_from && (long)n >= fail_from)) {
             real_close(fd);
             errno = fail_errno;
@@ -172,36 +185,36 @@ int open(const char *path, int flags, ...)
 {
     int mode = 0;
     MODE_ARG(flags, mode);
-    return track(real_open(path, flags, mode), flags);
+    return track(real_open(path, flags, mode), flags, path);
 }
 
 int open64(const char *path, int flags, ...)
 {
     int mode = 0;
     MODE_ARG(flags, mode);
-    return track(real_open64(path, flags, mode), flags);
+    return track(real_open64(path, flags, mode), flags, path);
 }
 
 int openat(int dirfd, const char *path, int flags, ...)
 {
     int mode = 0;
     MODE_ARG(flags, mode);
-    return track(real_openat(dirfd, path, flags, mode), flags);
+    return track(real_openat(dirfd, path, flags, mode), flags, path);
 }
 
 int openat64(int dirfd, const char *path, int flags, ...)
 {
     int mode = 0;
     MODE_ARG(flags, mode);
-    return track(real_openat64(dirfd, path, flags, mode), flags);
+    return track(real_openat64(dirfd, path, flags, mode), flags, path);
 }
 
 int creat(const char *path, mode_t mode)
 {
-    return track(real_creat(path, mode), O_WRONLY);
+    return track(real_creat(path, mode), O_WRONLY, path);
 }
 
 int creat64(const char *path, mode_t mode)
 {
-    return track(real_creat64(path, mode), O_WRONLY);
+    return track(real_creat64(path, mode), O_WRONLY, path);
 }

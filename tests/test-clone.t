@@ -11,7 +11,7 @@ hg clone --stream over ssh uses stream v2; the report is printed with
   >   --config worker.backgroundclosereport=yes
   streaming all changes
   * files to transfer, * of data (glob)
-  stream-cloned * files / * in * seconds (*/sec) (glob)
+  (stream-cloned \d+ files / |transferred ).* in .* seconds \(.*/sec\) (re)
   stream apply (v2): * files, * in * (*/s, * files/s) (glob)
     operation             count       total        mean         max
     open * (glob)

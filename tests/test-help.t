@@ -31,8 +31,9 @@ Every setting is documented:
 
 debugapplystreamclonebundle gains -T and says which formats it takes:
 
-  $ hg help debugapplystreamclonebundle | grep -e '-T --template' -e 'every format'
-  bundles of every format are accepted: packed1 (v1, from 'hg
+  $ hg help debugapplystreamclonebundle | tr -s ' \n' '  ' | grep -o 'stream bundles of every format are accepted'
+  stream bundles of every format are accepted
+  $ hg help debugapplystreamclonebundle | grep -e '-T --template'
    -T --template TEMPLATE display with template
 
 Without the extension, settings it adds do not disturb Mercurial:

@@ -32,15 +32,15 @@ background threads, growing the pool beyond the initial four:
   v2 adaptive background True True
 
 A close that fails on a background thread aborts the apply and names the
-file, for v1 and v2 alike:
+file (its store name: this long path is hashed), for v1 and v2 alike:
 
   $ hg init fail-v1
-  $ SLOWCLOSE_US=200 SLOWCLOSE_FAIL_NTH=100 slow hg -R fail-v1 -q \
+  $ SLOWCLOSE_US=200 SLOWCLOSE_FAIL_MATCH=dom_184_ slow hg -R fail-v1 -q \
   >   debugapplystreamclonebundle v1.hg --config worker.backgroundclose=yes
   abort: error closing dh/ipc/build/docs/services/gfx/tests/toolkit/very_lon/dom_184_xxxxxxxxxxxxxxxxec5ab6126cbbdad22cd047cc85b31fcf0140d6f2.i: Input/output error
   [255]
   $ hg init fail-v2
-  $ SLOWCLOSE_US=200 SLOWCLOSE_FAIL_NTH=100 slow hg -R fail-v2 -q \
+  $ SLOWCLOSE_US=200 SLOWCLOSE_FAIL_MATCH=dom_184_ slow hg -R fail-v2 -q \
   >   debugapplystreamclonebundle v2.hg --config worker.backgroundclose=yes
   abort: error closing dh/ipc/build/docs/services/gfx/tests/toolkit/very_lon/dom_184_xxxxxxxxxxxxxxxxec5ab6126cbbdad22cd047cc85b31fcf0140d6f2.i: Input/output error
   [255]
@@ -48,17 +48,17 @@ file, for v1 and v2 alike:
 The same when the closes run inline, with the reason the file system gave:
 
   $ hg init fail-inline
-  $ SLOWCLOSE_FAIL_NTH=100 SLOWCLOSE_ERRNO=ENOSPC slow hg -R fail-inline -q \
+  $ SLOWCLOSE_FAIL_MATCH=dom_184_ SLOWCLOSE_ERRNO=ENOSPC slow hg -R fail-inline -q \
   >   debugapplystreamclonebundle v2.hg --config worker.backgroundclose=no
   abort: error closing dh/ipc/build/docs/services/gfx/tests/toolkit/very_lon/dom_184_xxxxxxxxxxxxxxxxec5ab6126cbbdad22cd047cc85b31fcf0140d6f2.i: No space left on device
   [255]
 
-Failures on the very last files, after the writing thread has handed every
-file over, are not lost either (the 305th close of this apply is the last
-store file; later ones are core's own writes):
+Failures on the last files, closed after the writing thread has handed
+every file over, are not lost either (the changelog is among the last files
+of the stream):
 
   $ hg init fail-last
-  $ SLOWCLOSE_US=3000 SLOWCLOSE_FAIL_NTH=305 SLOWCLOSE_ERRNO=EDQUOT slow hg -R fail-last -q \
+  $ SLOWCLOSE_US=3000 SLOWCLOSE_FAIL_MATCH=00changelog.i SLOWCLOSE_ERRNO=EDQUOT slow hg -R fail-last -q \
   >   debugapplystreamclonebundle v2.hg --config worker.backgroundclose=yes
   abort: error closing 00changelog.i: Disk quota exceeded
   [255]

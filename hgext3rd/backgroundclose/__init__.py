@@ -118,7 +118,7 @@ from . import (
 )
 
 __version__ = b'0.1.0'
-testedwith = b'7.2'
+testedwith = b'6.5 6.6 6.7 6.8 6.9 7.0 7.1 7.2'
 minimumhgversion = b'6.5'
 buglink = b'https://github.com/hg-backgroundclose/hg-backgroundclose/issues'
 
@@ -131,6 +131,14 @@ configitem(b'worker', b'backgroundclosereport', default=None)
 
 
 def extsetup(ui):
+    missing = compat.missing_seams()
+    if missing:
+        # a Mercurial whose internals moved: stay out of the way, loudly
+        ui.warn(
+            b'backgroundclose: disabled, this Mercurial lacks %s\n'
+            % ', '.join(missing).encode('ascii')
+        )
+        return
     for fmt, name in compat.STREAM_CONSUMERS:
         extensions.wrapfunction(streamclone, name, streamapply.consumer(fmt))
     if compat.HAS_WRITE_FILES:

@@ -11,6 +11,8 @@ Nothing else in the extension looks at Mercurial's version.
 
 from mercurial import (
     streamclone,
+    util,
+    vfs as vfsmod,
 )
 
 # Stream formats and the streamclone function that consumes each.  consumev3
@@ -31,6 +33,23 @@ STREAM_CONSUMERS = tuple(
 # the threads of worker.parallel-stream-bundle-processing).  Before that, v2
 # wrote through vfs(name, b'w') like v3 still does.
 HAS_WRITE_FILES = hasattr(streamclone, '_write_files')
+
+
+def missing_seams():
+    """the names of the Mercurial internals the extension wraps and this
+    Mercurial lacks; empty when the extension can work"""
+    missing = []
+    if not STREAM_CONSUMERS:
+        missing.append('streamclone.consumev1/consumev2')
+    for owner, name in (
+        (vfsmod, 'backgroundfilecloser'),
+        (vfsmod.abstractvfs, 'backgroundclosing'),
+        (vfsmod.vfs, '__call__'),
+        (util, 'makedirs'),
+    ):
+        if not hasattr(owner, name):
+            missing.append('%s.%s' % (owner.__name__, name))
+    return missing
 
 
 def open_path(ui, path):

@@ -1,0 +1,86 @@
+# common.py - what the demo and the benchmark share
+#
+# Copyright 2026 hg-backgroundclose contributors
+#
+# This software may be used and distributed according to the terms of the
+# GNU General Public License version 2 or any later version.
+"""Scratch space on tmpfs, timed child processes, the dummy ssh."""
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+DUMMYSSH = os.path.join(ROOT, 'tests', 'dummyssh')
+CORPUS = os.path.join(HERE, 'corpus.py')
+
+
+@contextlib.contextmanager
+def workdir(size='4g', prefix='hg-backgroundclose-'):
+    """a scratch directory, on tmpfs when this process may mount one
+
+    Yields (path, on_tmpfs).  On an ordinary disk the same apply swings
+    several-fold from run to run, which hides what is being measured.
+    """
+    path = tempfile.mkdtemp(prefix=prefix)
+    mounted = False
+    if os.geteuid() == 0:
+        mounted = (
+            subprocess.call(
+                ['mount', '-t', 'tmpfs', '-o', 'size=%s' % size, 'tmpfs', path],
+                stderr=subprocess.DEVNULL,
+            )
+            == 0
+        )
+    try:
+        yield path, mounted
+    finally:
+        if mounted:
+            subprocess.call(['umount', '-l', path])
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def latency_env(env, shim, latency):
+    """``env`` with the slow-close model loaded: ``latency`` is microseconds
+    per close, or 'tail' for the heavy-tailed distribution"""
+    env = dict(env)
+    env['LD_PRELOAD'] = shim
+    if latency == 'tail':
+        env['SLOWCLOSE_DIST'] = 'tail'
+        env['SLOWCLOSE_US'] = '0'
+    else:
+        env.pop('SLOWCLOSE_DIST', None)
+        env['SLOWCLOSE_US'] = str(latency)
+    return env
+
+
+def timed(cmd, env, cwd=None, stdout=subprocess.DEVNULL):
+    """run ``cmd``; return (seconds, peak RSS in KB, stdout or None)
+
+    The peak RSS is the largest of the command and its waited-for children.
+    """
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        cmd, env=env, cwd=cwd, stdout=stdout, stderr=subprocess.PIPE
+    )
+    out = proc.stdout.read() if proc.stdout else None
+    err = proc.stderr.read()
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise subprocess.CalledProcessError(
+            proc.returncode, cmd, output=out, stderr=err
+        )
+    return seconds, usage.ru_maxrss, out
+
+
+def freeport():
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]

@@ -1,0 +1,410 @@
+#!/usr/bin/env python3
+# run.py - the side-by-side benchmark of hg-backgroundclose
+#
+# Copyright 2026 hg-backgroundclose contributors
+#
+# This software may be used and distributed according to the terms of the
+# GNU General Public License version 2 or any later version.
+"""Time stream applies under modelled close latencies, core against the
+extension, with tar and git as references, in one run.
+
+Every configuration is run once per round and the rounds repeat, so that
+slow drifts of a shared machine hit every configuration alike; the report
+gives medians.  `make bench` runs the quick size, `make bench-full` a
+mozilla-central-sized repository.
+"""
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import common  # noqa: E402
+
+# name -> hg arguments; the extension is enabled in the benchmark's hgrc
+CONFIGS = {
+    'core': ['--config', 'extensions.backgroundclose=!'],
+    'core-bgclose': [
+        '--config', 'extensions.backgroundclose=!',
+        '--config', 'worker.backgroundclose=yes',
+    ],
+    'core-parallel': [
+        '--config', 'extensions.backgroundclose=!',
+        '--config', 'worker.parallel-stream-bundle-processing=yes',
+    ],
+    'ext-adaptive': [],
+    'ext-forced': ['--config', 'worker.backgroundclose=yes'],
+}
+
+OPERATIONS = {
+    'v1-apply': 'hg debugapplystreamclonebundle of a packed1 (v1) bundle',
+    'v2-ssh': 'hg clone -U --stream over ssh (v2)',
+    'v2-http': 'hg clone -U --stream over http (v2)',
+    'v2-unbundle': 'hg unbundle of a none-v2;stream=v2 bundle',
+}
+
+REFERENCES = {
+    'tar-x': 'tar -x of the same store files',
+    'git-checkout-1': 'git checkout of the same tree, checkout.workers=1',
+    'git-checkout-32': 'git checkout of the same tree, checkout.workers=32',
+}
+
+LATENCIES = ['0', '100', '700', '2000', 'tail']
+
+
+class Bench:
+    def __init__(self, args, work):
+        self.args = args
+        self.work = work
+        self.hg = os.path.abspath(args.hg)
+        self.shim = os.path.abspath(args.shim)
+        hgrc = os.path.join(work, 'hgrc')
+        with open(hgrc, 'w') as fp:
+            fp.write('[extensions]\nbackgroundclose =\n')
+            fp.write('[ui]\nusername = bench <bench@example.invalid>\n')
+        self.env = dict(os.environ, HGRCPATH=hgrc, HGPLAIN='1')
+        self.env.pop('LD_PRELOAD', None)
+        self.dest = os.path.join(work, 'dest')
+        self.server = None
+
+    # preparation ---------------------------------------------------------
+
+    def hgrun(self, *args, **kwargs):
+        subprocess.run(
+            [self.hg] + list(args), env=self.env, check=True,
+            stdout=subprocess.DEVNULL, **kwargs
+        )
+
+    def prepare(self, files, name='src'):
+        src = os.path.join(self.work, name)
+        subprocess.run(
+            [sys.executable, common.CORPUS, '--hg', self.hg, '--files',
+             str(files), '--seed', str(self.args.seed), src],
+            env=self.env, check=True,
+        )
+        self.hgrun('-R', src, 'debugcreatestreamclonebundle', src + '.v1.hg')
+        self.hgrun('-R', src, 'bundle', '-q', '-a', '--type',
+                   'none-v2;stream=v2', src + '.v2.hg')
+        return src
+
+    def prepare_references(self, src):
+        # the store as a tarball, and the tree as a git repository
+        subprocess.run(['tar', '-cf', src + '.store.tar', '-C',
+                        os.path.join(src, '.hg'), 'store'], check=True)
+        git = src + '.git'
+        gitenv = dict(self.env, GIT_AUTHOR_NAME='bench',
+                      GIT_AUTHOR_EMAIL='bench@example.invalid',
+                      GIT_COMMITTER_NAME='bench',
+                      GIT_COMMITTER_EMAIL='bench@example.invalid')
+        subprocess.run(['git', 'init', '-q', git], check=True, env=gitenv)
+        self.hgrun('-R', src, 'archive', '-t', 'files', '--no-decode',
+                   os.path.join(git, 'tree'))
+        subprocess.run(['git', '-C', git, 'add', '-A'], check=True, env=gitenv)
+        subprocess.run(['git', '-C', git, 'commit', '-q', '-m', 'tree'],
+                       check=True, env=gitenv)
+        self.gitenv = gitenv
+
+    def start_server(self, src):
+        port = common.freeport()
+        pidfile = os.path.join(self.work, 'hg.pid')
+        self.hgrun('serve', '-R', src, '-a', '127.0.0.1', '-p', str(port),
+                   '-d', '--pid-file', pidfile)
+        self.server = (port, pidfile)
+
+    def stop_server(self):
+        if self.server:
+            with open(self.server[1]) as fp:
+                os.kill(int(fp.read()), 15)
+            self.server = None
+
+    # one measurement -----------------------------------------------------
+
+    def clean(self):
+        if os.path.exists(self.dest):
+            shutil.rmtree(self.dest)
+
+    def run_hg(self, op, config, latency, src):
+        self.clean()
+        env = common.latency_env(self.env, self.shim, latency)
+        extra = CONFIGS[config]
+        hg = self.hg
+        if op in ('v1-apply', 'v2-unbundle'):
+            self.hgrun('init', self.dest)
+            if op == 'v1-apply':
+                cmd = [hg, '-R', self.dest] + extra + [
+                    'debugapplystreamclonebundle', src + '.v1.hg']
+            else:
+                cmd = [hg, '-R', self.dest] + extra + [
+                    'unbundle', src + '.v2.hg']
+        elif op == 'v2-ssh':
+            cmd = [hg, 'clone', '-U', '--stream', '--ssh', common.DUMMYSSH,
+                   '--config', 'ui.remotecmd=%s' % hg,
+                   'ssh://bench/%s' % src, self.dest] + extra
+        else:
+            cmd = [hg, 'clone', '-U', '--stream',
+                   'http://127.0.0.1:%d/' % self.server[0], self.dest] + extra
+        return common.timed(cmd, env)[:2]
+
+    def run_reference(self, ref, latency, src):
+        self.clean()
+        env = common.latency_env(self.env, self.shim, latency)
+        if ref == 'tar-x':
+            os.makedirs(self.dest)
+            cmd = ['tar', '-xf', src + '.store.tar', '-C', self.dest]
+            return common.timed(cmd, env)[:2]
+        workers = ref.rsplit('-', 1)[1]
+        subprocess.run(['git', 'clone', '-q', '-n', src + '.git', self.dest],
+                       check=True, env=self.gitenv)
+        cmd = ['git', '-C', self.dest, '-c', 'checkout.workers=%s' % workers,
+               '-c', 'checkout.thresholdForParallelism=1',
+               'checkout', '-q', '-f', 'HEAD']
+        return common.timed(cmd, dict(env, **{
+            k: v for k, v in self.gitenv.items() if k.startswith('GIT_')}))[:2]
+
+
+def store_size(src):
+    count = size = 0
+    for root, _dirs, files in os.walk(os.path.join(src, '.hg', 'store')):
+        for name in files:
+            count += 1
+            size += os.lstat(os.path.join(root, name)).st_size
+    return count, size
+
+
+def median(values):
+    return statistics.median(values) if values else None
+
+
+def summarize(samples):
+    """samples: list of dicts -> rows keyed by (what, config, latency)"""
+    groups = {}
+    for s in samples:
+        key = (s['what'], s['config'], s['latency'], s['files'])
+        groups.setdefault(key, []).append(s)
+    rows = []
+    for (what, config, latency, files), group in sorted(groups.items()):
+        rows.append({
+            'what': what, 'config': config, 'latency': latency,
+            'files': files, 'bytes': group[0]['bytes'],
+            'runs': len(group),
+            'seconds': median([g['seconds'] for g in group]),
+            'maxrss_kb': median([g['maxrss_kb'] for g in group]),
+        })
+    base = {(r['what'], r['files']): r['seconds'] for r in rows
+            if r['config'] in ('core', 'ref') and r['latency'] == '0'}
+    for r in rows:
+        b = base.get((r['what'], r['files']))
+        r['ratio_to_core_0us'] = r['seconds'] / b if b else None
+        r['files_per_s'] = r['files'] / r['seconds']
+        r['mb_per_s'] = r['bytes'] / r['seconds'] / 1e6
+    return rows
+
+
+def table(rows, latencies):
+    lines = []
+    whats = []
+    for r in rows:
+        if (r['what'], r['files']) not in whats:
+            whats.append((r['what'], r['files']))
+    head = '%-16s %-14s' % ('operation', 'configuration') + ''.join(
+        '%16s' % ('%s us' % lat if lat != 'tail' else 'tail') for lat in latencies)
+    lines.append(head)
+    lines.append('-' * len(head))
+    for what, files in whats:
+        configs = []
+        for r in rows:
+            if (r['what'], r['files']) == (what, files) and r['config'] not in configs:
+                configs.append(r['config'])
+        for config in configs:
+            cells = []
+            for lat in latencies:
+                match = [r for r in rows if (r['what'], r['files'], r['config'],
+                                             r['latency']) == (what, files, config, lat)]
+                if match:
+                    r = match[0]
+                    ratio = r['ratio_to_core_0us']
+                    cells.append('%16s' % ('%.2fs %5s' % (
+                        r['seconds'], '%.2fx' % ratio if ratio else '')))
+                else:
+                    cells.append('%16s' % '-')
+            lines.append('%-16s %-14s' % (what, config) + ''.join(cells))
+    return '\n'.join(lines)
+
+
+def plot(rows, latencies, path):
+    try:
+        import matplotlib
+        matplotlib.use('Agg')
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    whats = sorted({r['what'] for r in rows if r['config'] != 'ref'})
+    columns = min(2, len(whats))
+    lines = (len(whats) + columns - 1) // columns
+    fig, axes = plt.subplots(lines, columns, figsize=(6 * columns, 4.2 * lines),
+                             squeeze=False)
+    axes = [ax for line in axes for ax in line]
+    for ax in axes[len(whats):]:
+        ax.set_visible(False)
+    xs = list(range(len(latencies)))
+    for ax, what in zip(axes, whats):
+        files = max(r['files'] for r in rows if r['what'] == what)
+        for config in list(CONFIGS) + list(REFERENCES):
+            ys = []
+            for lat in latencies:
+                m = [r for r in rows if r['latency'] == lat and r['files'] == files
+                     and ((r['what'] == what and r['config'] == config)
+                          or (r['what'] == config and r['config'] == 'ref'))]
+                ys.append(m[0]['seconds'] if m else None)
+            if any(y is not None for y in ys):
+                style = ':' if config in REFERENCES else '-'
+                ax.plot([x for x, y in zip(xs, ys) if y is not None],
+                        [y for y in ys if y is not None], style, marker='o',
+                        label=config)
+        ax.set_title('%s, %d files' % (what, files))
+        ax.set_xticks(xs)
+        ax.set_xticklabels(['%s us' % l if l != 'tail' else 'tail'
+                            for l in latencies])
+        ax.set_xlabel('modelled close latency')
+        ax.set_ylabel('seconds (median)')
+        ax.grid(True, alpha=0.3)
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    return True
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--hg', required=True)
+    parser.add_argument('--shim', required=True)
+    parser.add_argument('--files', type=int, default=3000)
+    parser.add_argument('--seed', type=int, default=1)
+    parser.add_argument('--rounds', type=int, default=3)
+    parser.add_argument('--latencies', default=','.join(LATENCIES))
+    parser.add_argument('--operations', default=','.join(OPERATIONS))
+    parser.add_argument('--configs', default=','.join(CONFIGS))
+    parser.add_argument('--scaling', default='1000,10000',
+                        help='file counts for the scaling rows (v1 apply)')
+    parser.add_argument('--no-references', action='store_true')
+    parser.add_argument('--tmpfs-size', default='4g')
+    parser.add_argument('--out', default=os.path.join(common.HERE, 'results'))
+    parser.add_argument('--name', default='latest')
+    args = parser.parse_args(argv)
+    latencies = args.latencies.split(',')
+    operations = args.operations.split(',')
+    configs = args.configs.split(',')
+    scaling = [int(n) for n in args.scaling.split(',') if n]
+    started = time.time()
+
+    samples = []
+    with common.workdir(size=args.tmpfs_size) as (work, on_tmpfs):
+        if not on_tmpfs:
+            print('warning: not root, no tmpfs: timing on %s, expect noise'
+                  % work)
+        bench = Bench(args, work)
+        print('building the %d-file corpus...' % args.files)
+        src = bench.prepare(args.files)
+        count, size = store_size(src)
+        if not args.no_references:
+            bench.prepare_references(src)
+        if 'v2-http' in operations:
+            bench.start_server(src)
+        try:
+            for rnd in range(args.rounds):
+                for lat in latencies:
+                    for op in operations:
+                        for config in configs:
+                            secs, rss = bench.run_hg(op, config, lat, src)
+                            samples.append(dict(
+                                what=op, config=config, latency=lat,
+                                files=count, bytes=size, seconds=secs,
+                                maxrss_kb=rss, round=rnd))
+                    if not args.no_references:
+                        for ref in REFERENCES:
+                            secs, rss = bench.run_reference(ref, lat, src)
+                            samples.append(dict(
+                                what=ref, config='ref', latency=lat,
+                                files=count, bytes=size, seconds=secs,
+                                maxrss_kb=rss, round=rnd))
+                print('round %d of %d done (%.0f s)' % (
+                    rnd + 1, args.rounds, time.time() - started))
+        finally:
+            bench.stop_server()
+        shutil.rmtree(src + '.git', ignore_errors=True)
+        # scaling: time per file grows linearly with the file count
+        for files in scaling:
+            ssrc = bench.prepare(files, name='scale-%d' % files)
+            scount, ssize = store_size(ssrc)
+            for rnd in range(args.rounds):
+                for config, lat in (('core', '0'), ('ext-adaptive', '0'),
+                                    ('core', '700'), ('ext-adaptive', '700')):
+                    secs, rss = bench.run_hg('v1-apply', config, lat, ssrc)
+                    samples.append(dict(
+                        what='scaling-v1-apply', config=config, latency=lat,
+                        files=scount, bytes=ssize, seconds=secs,
+                        maxrss_kb=rss, round=rnd))
+            shutil.rmtree(ssrc)
+
+    rows = summarize(samples)
+    main_rows = [r for r in rows if not r['what'].startswith('scaling')]
+    scale_rows = [r for r in rows if r['what'].startswith('scaling')]
+    text = [
+        'hg-backgroundclose benchmark: %d files, %.1f MB of store, %s'
+        % (count, size / 1e6, 'tmpfs' if on_tmpfs else 'NOT tmpfs'),
+        'medians of %d rounds; seconds and ratio to core at 0 us of the '
+        'same operation' % args.rounds,
+        '',
+        table(main_rows, latencies),
+    ]
+    if scale_rows:
+        text += ['', 'scaling (v1 apply): microseconds per file',
+                 '%-14s %8s %8s %10s' % ('configuration', 'latency', 'files',
+                                         'us/file')]
+        for r in scale_rows:
+            text.append('%-14s %8s %8d %10.1f' % (
+                r['config'], r['latency'], r['files'],
+                r['seconds'] / r['files'] * 1e6))
+    rss = [r for r in main_rows if r['config'] != 'ref']
+    if rss:
+        text += ['', 'peak RSS (median, MB) at the highest latency:']
+        top = latencies[-1]
+        for r in rss:
+            if r['latency'] == top:
+                text.append('  %-16s %-14s %6.1f' % (
+                    r['what'], r['config'], r['maxrss_kb'] / 1024))
+    report = '\n'.join(text)
+    print(report)
+
+    os.makedirs(args.out, exist_ok=True)
+    result = {
+        'machine': {'python': platform.python_version(),
+                    'cpus': os.cpu_count(), 'tmpfs': on_tmpfs,
+                    'platform': platform.platform()},
+        'hg': subprocess.run([bench.hg, 'version', '-q'], env=bench.env,
+                             stdout=subprocess.PIPE, text=True).stdout.strip(),
+        'files': count, 'bytes': size, 'rounds': args.rounds,
+        'seconds_total': time.time() - started,
+        'rows': rows, 'samples': samples,
+    }
+    base = os.path.join(args.out, args.name)
+    with open(base + '.json', 'w') as fp:
+        json.dump(result, fp, indent=1)
+    with open(base + '.txt', 'w') as fp:
+        fp.write(report + '\n')
+    if plot(main_rows, latencies, base + '.png'):
+        print('wrote %s.json, %s.txt and %s.png' % (base, base, base))
+    else:
+        print('wrote %s.json and %s.txt (no matplotlib: no plot)' % (base, base))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
