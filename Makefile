@@ -23,7 +23,7 @@ UNSUPPORTED ?= 6.4.5
 
 .PHONY: all test unit cram demo shim venv clean test-matrix test-oldest \
 	test-unsupported \
-	bench bench-full
+	bench bench-full bench-releases
 
 all: test
 
@@ -78,7 +78,7 @@ demo: $(STAMP) $(SHIM)
 # side-by-side benchmark: at most 10 minutes on 2 cores
 bench: $(STAMP) $(SHIM)
 	$(BIN)/pip install --quiet matplotlib
-	$(BIN)/python bench/run.py --hg $(BIN)/hg --shim $(SHIM) --files 3000
+	$(BIN)/python bench/run.py --hg $(BIN)/hg --shim $(SHIM) --files 2000
 
 # a mozilla-central-sized repository (about 230,000 files): within an hour
 bench-full: $(STAMP) $(SHIM)
@@ -87,6 +87,17 @@ bench-full: $(STAMP) $(SHIM)
 		--files 230000 --size-scale 3 --latencies 0,700 \
 		--operations v1-apply,v2-ssh --configs core,core-parallel,ext-adaptive \
 		--scaling 1000,10000,100000 --tmpfs-size 12g
+
+# one row per release: hg clone --stream at 0 and 700 us, core and extension
+bench-releases: $(SHIM)
+	@for v in $(MATRIX); do \
+		$(MAKE) --no-print-directory venv HG_VERSION=$$v VENV=build/venv-$$v || exit 1; \
+		build/venv-$$v/bin/python bench/run.py --hg build/venv-$$v/bin/hg \
+			--shim $(SHIM) --files 3000 --name release-$$v \
+			--operations v2-ssh --latencies 0,700 --configs core,ext-adaptive \
+			--no-references --scaling '' || exit 1; \
+	done
+	$(PYTHON) bench/releases.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info tests/*.t.err

@@ -36,9 +36,9 @@ DATE = '0 0'
 EXTENSIONS = ('.c', '.cpp', '.h', '.py', '.js', '.rs', '.txt', '.json', '.html')
 
 
-def file_size(rng):
+def file_size(rng, scale=1.0):
     """heavy-tailed sizes: most files are small, a few are large"""
-    size = int(rng.paretovariate(1.2) * 400)
+    size = int(rng.paretovariate(1.2) * 400 * scale)
     return min(size, 2 * 1024 * 1024)
 
 
@@ -80,13 +80,13 @@ def relpaths(rng, count):
         yield path
 
 
-def write_tree(dest, count, seed):
+def write_tree(dest, count, seed, scale=1.0):
     rng = random.Random(seed)
     paths = list(relpaths(rng, count))
     for path in paths:
         full = os.path.join(dest, path)
         os.makedirs(os.path.dirname(full), exist_ok=True)
-        size = file_size(rng)
+        size = file_size(rng, scale)
         if rng.random() < 0.15:
             data = rng.randbytes(size)  # incompressible
         else:
@@ -118,6 +118,10 @@ def main(argv=None):
     parser.add_argument('dest', help='repository to create (must not exist)')
     parser.add_argument('--files', type=int, default=20000)
     parser.add_argument('--seed', type=int, default=1)
+    parser.add_argument(
+        '--size-scale', type=float, default=1.0,
+        help='multiply file sizes (3 gives about 1.5 GB of store at 230k files)',
+    )
     parser.add_argument('--hg', default='hg', help='hg executable to use')
     parser.add_argument(
         '--from-dir', help='build the repository from this tree instead'
@@ -137,7 +141,7 @@ def main(argv=None):
         return 0
     os.makedirs(args.dest)
     hg(args.hg, 'init', args.dest)
-    paths, rng = write_tree(args.dest, args.files, args.seed)
+    paths, rng = write_tree(args.dest, args.files, args.seed, args.size_scale)
     hg(args.hg, 'commit', '-q', '-A', '-d', DATE, '-m', 'initial tree', cwd=args.dest)
     # a second changeset touching some files gives revlogs with deltas
     for path in rng.sample(paths, max(1, len(paths) // 10)):

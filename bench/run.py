@@ -86,7 +86,8 @@ class Bench:
         src = os.path.join(self.work, name)
         subprocess.run(
             [sys.executable, common.CORPUS, '--hg', self.hg, '--files',
-             str(files), '--seed', str(self.args.seed), src],
+             str(files), '--seed', str(self.args.seed), '--size-scale',
+             str(self.args.size_scale), src],
             env=self.env, check=True,
         )
         self.hgrun('-R', src, 'debugcreatestreamclonebundle', src + '.v1.hg')
@@ -265,9 +266,17 @@ def plot(rows, latencies, path):
                 ys.append(m[0]['seconds'] if m else None)
             if any(y is not None for y in ys):
                 style = ':' if config in REFERENCES else '-'
-                ax.plot([x for x, y in zip(xs, ys) if y is not None],
-                        [y for y in ys if y is not None], style, marker='o',
-                        label=config)
+                # numeric latencies form a line; the heavy-tailed mix is a
+                # point of its own, not the next step of that line
+                line = [(x, y) for x, y, lat in zip(xs, ys, latencies)
+                        if y is not None and lat != 'tail']
+                drawn = ax.plot([x for x, _y in line], [y for _x, y in line],
+                                style, marker='o', label=config)
+                tail = [(x, y) for x, y, lat in zip(xs, ys, latencies)
+                        if y is not None and lat == 'tail']
+                if tail:
+                    ax.plot([x for x, _y in tail], [y for _x, y in tail], 'D',
+                            color=drawn[0].get_color())
         ax.set_title('%s, %d files' % (what, files))
         ax.set_xticks(xs)
         ax.set_xticklabels(['%s us' % l if l != 'tail' else 'tail'
@@ -285,19 +294,29 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--hg', required=True)
     parser.add_argument('--shim', required=True)
-    parser.add_argument('--files', type=int, default=3000)
+    parser.add_argument('--files', type=int, default=2000)
     parser.add_argument('--seed', type=int, default=1)
+    parser.add_argument('--size-scale', type=float, default=1.0)
     parser.add_argument('--rounds', type=int, default=3)
     parser.add_argument('--latencies', default=','.join(LATENCIES))
     parser.add_argument('--operations', default=','.join(OPERATIONS))
     parser.add_argument('--configs', default=','.join(CONFIGS))
-    parser.add_argument('--scaling', default='1000,10000',
+    parser.add_argument('--scaling', default='1000,5000',
                         help='file counts for the scaling rows (v1 apply)')
     parser.add_argument('--no-references', action='store_true')
     parser.add_argument('--tmpfs-size', default='4g')
     parser.add_argument('--out', default=os.path.join(common.HERE, 'results'))
     parser.add_argument('--name', default='latest')
+    parser.add_argument('--replot', metavar='JSON',
+                        help='only redraw the plot of a saved result')
     args = parser.parse_args(argv)
+    if args.replot:
+        with open(args.replot) as fp:
+            rows = json.load(fp)['rows']
+        lats = [lat for lat in LATENCIES if any(r['latency'] == lat for r in rows)]
+        main_rows = [r for r in rows if not r['what'].startswith('scaling')]
+        png = os.path.splitext(args.replot)[0] + '.png'
+        return 0 if plot(main_rows, lats, png) else 1
     latencies = args.latencies.split(',')
     operations = args.operations.split(',')
     configs = args.configs.split(',')

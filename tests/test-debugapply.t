@@ -19,7 +19,7 @@ own progress lines; the report is the command's output):
     mkdir             * (glob)
     close (waited)    * (glob)
     close (threads)           0           -           -           -
-    closer: adaptive, inline (fewer files than minfilecount), 0 threads, at most * files queued (peak *) (glob)
+    closer: adaptive, *, * threads, at most * files queued (peak *) (glob)
   $ hg -R r1 verify -q
   $ hg -R r1 log -T '{rev} {desc}\n'
   1 second revision
@@ -36,7 +36,7 @@ Stream v2 and v3 bundles, which core's command refuses:
     mkdir             * (glob)
     close (waited)    * (glob)
     close (threads)           0           -           -           -
-    closer: adaptive, inline (fewer files than minfilecount), 0 threads, at most * files queued (peak *) (glob)
+    closer: adaptive, *, * threads, at most * files queued (peak *) (glob)
   $ hg -R r2 verify -q
 
   $ hg init r3
@@ -48,7 +48,7 @@ Stream v2 and v3 bundles, which core's command refuses:
     mkdir             * (glob)
     close (waited)    * (glob)
     close (threads)           0           -           -           -
-    closer: adaptive, inline, 0 threads, at most * files queued (peak *) (glob)
+    closer: adaptive, *, * threads, at most * files queued (peak *) (glob)
   $ hg -R r3 verify -q
 
 The report as JSON, one object per apply:
@@ -85,7 +85,19 @@ add up to the data in the bundle:
   v2 True True True
   v3 True True True
 
-So few files (fewer than worker.backgroundcloseminfilecount) start no thread.
+An apply announcing fewer files than worker.backgroundcloseminfilecount
+starts no thread, as in core (the adaptive mode honours the minimum only
+when it is set, since it starts no thread unless closes are slow):
+
+  $ hg init rm
+  $ hg -R rm -q debugapplystreamclonebundle v2.hg \
+  >   --config worker.backgroundclose=yes | grep closer:
+    closer: background, inline (fewer files than minfilecount), 0 threads, at most * files queued (peak 0) (glob)
+  $ hg init rm2
+  $ hg -R rm2 -q debugapplystreamclonebundle v2.hg \
+  >   --config worker.backgroundcloseminfilecount=1000 | grep closer:
+    closer: adaptive, inline (fewer files than minfilecount), 0 threads, at most * files queued (peak 0) (glob)
+
 Forced background closing with the minimum lowered uses threads, and the
 result is the same repository:
 

@@ -53,3 +53,15 @@ Without the extension, settings it adds do not disturb Mercurial:
   $ hg --config extensions.backgroundclose=! -R plain commit -qAm a
   $ hg --config extensions.backgroundclose=! -R plain log -T '{desc}\n'
   a
+
+On a Mercurial whose internals moved, the extension steps aside with one
+warning instead of failing (simulated here by removing a function it wraps):
+
+  $ cat > breakvfs.py <<PY
+  > from mercurial import vfs
+  > del vfs.backgroundfilecloser
+  > PY
+  $ hg --config extensions.breakvfs="$PWD/breakvfs.py" init moved
+  backgroundclose: disabled, this Mercurial lacks mercurial.vfs.backgroundfilecloser
+  $ hg --config extensions.breakvfs="$PWD/breakvfs.py" -R moved log
+  backgroundclose: disabled, this Mercurial lacks mercurial.vfs.backgroundfilecloser

@@ -344,3 +344,25 @@ def test_property_closed_once_errors_never_lost(
     assert bool(raised) == bool(expected_failures)
     assert set(raised) <= expected_failures
     assert {e.name for e in closer.errors} | set(raised) == expected_failures
+
+
+def test_file_closed_when_interrupted_while_waiting_for_room():
+    files = Files(latency=0.05)
+    closer = closer_for(files, policy=closermod.BACKGROUND, maxqueue=1,
+                        threads=1, maxthreads=1)
+    interrupted = threading.Event()
+    original_wait = closer._room.wait
+
+    def interrupting_wait(*args, **kwargs):
+        # what a KeyboardInterrupt during the wait looks like to the closer
+        interrupted.set()
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        with closer:
+            closer.close('first')  # taken by the only worker (slow close)
+            closer._room.wait = interrupting_wait
+            closer.close('second')  # no room: waits, and is interrupted
+    closer._room.wait = original_wait
+    assert interrupted.is_set()
+    assert sorted(files.closed) == ['first', 'second']

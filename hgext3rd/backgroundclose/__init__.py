@@ -75,7 +75,9 @@ their meaning:
 
 ``backgroundcloseminfilecount``
   Applies that announce fewer files than this close them on the writing
-  thread and start no thread. (default: 2048)
+  thread and start no thread. (default: 2048 when ``backgroundclose`` is
+  true; in the adaptive mode only a value you set applies, since that mode
+  starts no thread unless it measured closes to be slow)
 
 The extension adds:
 

@@ -161,6 +161,14 @@ def close_target(target):
         target.close()
 
 
+def _close_quietly(closefn, target):
+    """close on a path that is already failing"""
+    try:
+        closefn(target)
+    except Exception:
+        pass
+
+
 class Closer:
     """Close files inline or on background threads.  See the module doc."""
 
@@ -293,12 +301,21 @@ class Closer:
         probing = False
         # after shutdown() nobody is left to close it later: close it here
         if self.background and not self._stopping:
-            with self._lock:
-                if self._probeleft:
-                    self._probeleft -= 1
-                    probing = True
-                else:
-                    self._enqueue_locked(target, name)
+            handed = False
+            try:
+                with self._lock:
+                    if self._probeleft:
+                        self._probeleft -= 1
+                        probing = True
+                    else:
+                        self._enqueue_locked(target, name)
+                        handed = True
+            except BaseException:
+                # interrupted while waiting for room in the queue: the file
+                # is still ours to close
+                if not handed and not probing:
+                    _close_quietly(self._closefn, target)
+                raise
             if not probing:
                 stat.add(clock() - start)
                 return
@@ -320,8 +337,10 @@ class Closer:
                 # the pool is too small for this latency: grow it now
                 self._start_workers(1)
             self._roomwaiters += 1
-            self._room.wait()
-            self._roomwaiters -= 1
+            try:
+                self._room.wait()
+            finally:
+                self._roomwaiters -= 1
         self._items.append((target, name))
         self._pending += 1
         if self._pending > self.peakpending:

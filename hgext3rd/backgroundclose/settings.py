@@ -60,12 +60,21 @@ def policy(ui):
 
 def closer_options(ui):
     """keyword arguments for ``closer.Closer`` from the configuration"""
+    chosen = policy(ui)
+    minfilecount = _positive(ui, b'backgroundcloseminfilecount', 0)
+    if chosen == closermod.ADAPTIVE and not ui.configsource(
+        SECTION, b'backgroundcloseminfilecount'
+    ):
+        # core's default (2048) guards against starting threads for a few
+        # files; the adaptive mode starts none unless closes are measured to
+        # be slow, so it only honours a minimum the user set
+        minfilecount = 0
     return {
-        'policy': policy(ui),
+        'policy': chosen,
         'threads': _positive(ui, b'backgroundclosethreadcount'),
         'maxthreads': _positive(ui, b'backgroundclosemaxthreadcount'),
         'maxqueue': _positive(ui, b'backgroundclosemaxqueue'),
-        'minfilecount': _positive(ui, b'backgroundcloseminfilecount', 0),
+        'minfilecount': minfilecount,
         'threshold': _positive(ui, b'backgroundclosethreshold', 0) * 1e-6,
     }
 
