@@ -58,6 +58,10 @@ REFERENCES = {
 
 LATENCIES = ['0', '100', '700', '2000', 'tail']
 
+# combinations that would only measure core again: stream v1 has no
+# parallel writers
+NOT_APPLICABLE = {('v1-apply', 'core-parallel')}
+
 
 class Bench:
     def __init__(self, args, work):
@@ -341,6 +345,8 @@ def main(argv=None):
                 for lat in latencies:
                     for op in operations:
                         for config in configs:
+                            if (op, config) in NOT_APPLICABLE:
+                                continue
                             secs, rss = bench.run_hg(op, config, lat, src)
                             samples.append(dict(
                                 what=op, config=config, latency=lat,
