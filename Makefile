@@ -84,9 +84,9 @@ bench: $(STAMP) $(SHIM)
 bench-full: $(STAMP) $(SHIM)
 	$(BIN)/pip install --quiet matplotlib
 	$(BIN)/python bench/run.py --hg $(BIN)/hg --shim $(SHIM) --name full \
-		--files 230000 --size-scale 3 --latencies 0,700 \
+		--files 230000 --size-scale 8 --latencies 0,700 --no-references \
 		--operations v1-apply,v2-ssh --configs core,core-parallel,ext-adaptive \
-		--scaling 1000,10000,100000 --tmpfs-size 12g
+		--scaling 1000,10000,100000 --tmpfs-size 14g
 
 # one row per release: hg clone --stream at 0 and 700 us, core and extension
 bench-releases: $(SHIM)

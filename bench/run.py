@@ -363,7 +363,12 @@ def main(argv=None):
                     rnd + 1, args.rounds, time.time() - started))
         finally:
             bench.stop_server()
+        # room on tmpfs for the scaling corpora
         shutil.rmtree(src + '.git', ignore_errors=True)
+        shutil.rmtree(src, ignore_errors=True)
+        for leftover in ('.v1.hg', '.v2.hg', '.store.tar'):
+            if os.path.exists(src + leftover):
+                os.unlink(src + leftover)
         # scaling: time per file grows linearly with the file count
         for files in scaling:
             ssrc = bench.prepare(files, name='scale-%d' % files)
