@@ -13,51 +13,22 @@ Run through `make demo`, which builds the virtualenv and the shim first.
 """
 
 import argparse
-import contextlib
 import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
-DUMMYSSH = os.path.join(ROOT, 'tests', 'dummyssh')
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-
-@contextlib.contextmanager
-def workdir():
-    """a scratch directory, on tmpfs when we may mount one
-
-    On an ordinary disk the same apply swings several-fold from run to run,
-    which would hide the effect being shown.
-    """
-    path = tempfile.mkdtemp(prefix='hg-backgroundclose-demo-')
-    mounted = False
-    if os.geteuid() == 0:
-        mounted = (
-            subprocess.call(
-                ['mount', '-t', 'tmpfs', '-o', 'size=4g', 'tmpfs', path],
-                stderr=subprocess.DEVNULL,
-            )
-            == 0
-        )
-    try:
-        yield path, mounted
-    finally:
-        if mounted:
-            subprocess.call(['umount', path])
-        shutil.rmtree(path, ignore_errors=True)
+import common  # noqa: E402
 
 
 def clone(hg, env, src, dest, latency, shim, extra):
     """one stream clone; returns (seconds, report text)"""
-    env = dict(env)
-    env['LD_PRELOAD'] = shim
-    env['SLOWCLOSE_US'] = str(latency)
+    env = common.latency_env(env, shim, latency)
     cmd = [
-        hg, 'clone', '-U', '--stream', '--ssh', DUMMYSSH,
+        hg, 'clone', '-U', '--stream', '--ssh', common.DUMMYSSH,
         '--config', 'ui.remotecmd=%s' % hg,
         'ssh://demo/%s' % src, dest,
     ] + extra
@@ -92,7 +63,7 @@ def main(argv=None):
     hg = os.path.abspath(args.hg)
     shim = os.path.abspath(args.shim)
 
-    with workdir() as (work, mounted):
+    with common.workdir(prefix='hg-backgroundclose-demo-') as (work, mounted):
         hgrc = os.path.join(work, 'hgrc')
         with open(hgrc, 'w') as fp:
             fp.write('[extensions]\nbackgroundclose =\n')
@@ -102,7 +73,7 @@ def main(argv=None):
         src = os.path.join(work, 'src')
         print('building a %d-file sample repository...' % args.files)
         subprocess.run(
-            [sys.executable, os.path.join(HERE, 'corpus.py'), '--hg', hg,
+            [sys.executable, common.CORPUS, '--hg', hg,
              '--files', str(args.files), src],
             env=env, check=True,
         )

@@ -32,8 +32,9 @@ def main(argv=None):
     lines = [
         'hg clone -U --stream over ssh, medians in seconds '
         '(ratio to core at 0 us of the same release)',
-        '%-9s %7s %14s %14s %14s' % ('release', 'files', 'core 0 us',
-                                     'core 700 us', 'ext 700 us'),
+        '%-9s %7s %14s %14s %14s %14s' % ('release', 'files', 'core 0 us',
+                                          'core 700 us', 'ext 0 us',
+                                          'ext 700 us'),
     ]
     for path in paths:
         with open(path) as fp:
@@ -51,9 +52,9 @@ def main(argv=None):
             return '%14s' % ('%.2f (%.2fx)' % (row['seconds'],
                                                row['ratio_to_core_0us']))
 
-        lines.append('%-9s %7d %s %s %s' % (
+        lines.append('%-9s %7d %s %s %s %s' % (
             version, data['files'], cell('core', '0'), cell('core', '700'),
-            cell('ext-adaptive', '700')))
+            cell('ext-adaptive', '0'), cell('ext-adaptive', '700')))
     text = '\n'.join(lines)
     print(text)
     with open(os.path.join(results, 'releases.txt'), 'w') as fp:
