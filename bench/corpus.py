@@ -104,7 +104,9 @@ def relpaths(rng, count):
 
 def write_tree(dest, count, seed, scale=1.0):
     rng = random.Random(seed)
-    pool = TextPool(rng)
+    # the pool draws from its own generator: the paths of a seed stay the
+    # ones the tests name
+    pool = TextPool(random.Random('text pool %d' % seed))
     paths = list(relpaths(rng, count))
     for path in paths:
         full = os.path.join(dest, path)
