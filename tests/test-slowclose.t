@@ -63,6 +63,31 @@ of the stream):
   abort: error closing 00changelog.i: Disk quota exceeded
   [255]
 
+A failed apply takes back what it wrote (core leaves the files written
+before the failure behind): each repository is again as a new one, verifies,
+and takes a good bundle afterwards.  (.hg/journal.desc, outside the store,
+is what core's transaction leaves behind after any abort.)
+
+  $ hg init pristine
+  $ (cd pristine/.hg && find . | sort) > pristine.list
+  $ for repo in fail-v1 fail-v2 fail-inline fail-last; do
+  >   (cd $repo/.hg && find . | grep -v '^./journal.desc$' | sort) | diff -u pristine.list - && echo "$repo: as new"
+  >   hg -R $repo verify -q
+  > done
+  fail-v1: as new
+  fail-v2: as new
+  fail-inline: as new
+  fail-last: as new
+  $ hg -R fail-v1 -q debugapplystreamclonebundle v1.hg > /dev/null
+  $ hg -R fail-v2 -q debugapplystreamclonebundle v2.hg > /dev/null
+  $ for repo in fail-v1 fail-v2; do
+  >   hg -R $repo verify -q && hg -R $repo log -T "$repo {rev} {desc}\n"
+  > done
+  fail-v1 1 second revision
+  fail-v1 0 initial tree
+  fail-v2 1 second revision
+  fail-v2 0 initial tree
+
 A clone that fails removes its destination, as core does:
 
   $ SLOWCLOSE_US=200 SLOWCLOSE_FAIL_NTH=50 slow hg clone -q -U --stream \

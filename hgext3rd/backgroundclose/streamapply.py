@@ -65,6 +65,15 @@ class ApplySession:
             expectedcount=expectedcount, **settings.closer_options(ui)
         )
         self.book = closermod.StatsBook(reportmod.OPERATIONS)
+        # what the stream may write into, as it was: stream clones only go
+        # into empty repositories, so this is a handful of entries
+        self._before = {
+            root: _tree(root) if os.path.isdir(root) else None
+            for root in (
+                os.path.normpath(repo.svfs.join(b'')),
+                os.path.normpath(repo.cachevfs.join(b'')),
+            )
+        }
         # files are named relative to the store, or to .hg for the rest
         self._roots = tuple(
             (os.path.normpath(root) + b'/', prefix)
@@ -84,6 +93,30 @@ class ApplySession:
             if path.startswith(root):
                 return prefix + path[len(root) :]
         return path
+
+    def undo(self):
+        """remove what this apply wrote; call once every file is closed
+
+        Stream clone files are not journaled by the transaction, so a failed
+        apply would leave them behind (core leaves them too).  Only entries
+        that did not exist when the apply began are removed, and only below
+        the store and the cache directory.
+        """
+        for root, before in self._before.items():
+            if not os.path.isdir(root):
+                continue
+            known = before or set()
+            for dirpath, dirnames, filenames in os.walk(root, topdown=False):
+                for name in filenames:
+                    path = os.path.join(dirpath, name)
+                    if path not in known:
+                        util.tryunlink(path)
+                for name in dirnames:
+                    path = os.path.join(dirpath, name)
+                    if path not in known:
+                        _tryrmdir(path)
+            if before is None:
+                _tryrmdir(root)
 
     def abort(self, exc):
         """the error.Abort that stands for a FileError"""
@@ -164,6 +197,26 @@ class ApplySession:
                 if onmain:
                     raise
                 closer.record(exc)
+
+
+def _tree(root):
+    """every file and directory below ``root``"""
+    found = set()
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            found.add(os.path.join(dirpath, name))
+    return found
+
+
+def _tryrmdir(path):
+    """remove an empty directory, or a symlink standing for one"""
+    try:
+        if os.path.islink(path):
+            os.unlink(path)
+        else:
+            os.rmdir(path)
+    except OSError:
+        pass
 
 
 def _close_quietly(fd):
@@ -264,8 +317,13 @@ def consumer(fmt):
                     result = orig(repo, fp, *args, **kwargs)
                 finally:
                     _session = None
-        except closermod.FileError as exc:
-            raise session.abort(exc) from exc
+        except BaseException as exc:
+            # every file is closed now (leaving the closer joined its
+            # threads): take back what the failed apply wrote
+            session.undo()
+            if isinstance(exc, closermod.FileError):
+                raise session.abort(exc) from exc
+            raise
         session.finish()
         return result
 
