@@ -30,7 +30,9 @@ its closes to one closer:
 - at no time are more than ``worker.backgroundclosemaxqueue`` files waiting
   to be closed (fewer if the process's descriptor limit is low);
 - a failed close is reported (``abort: error closing <file>: <reason>``) and
-  the apply aborts, whichever thread the close ran on.
+  the apply aborts, whichever thread the close ran on;
+- a failed apply removes the files it wrote to the store and the cache, so
+  that the repository is left as it was.
 
 Enable it with::
 
