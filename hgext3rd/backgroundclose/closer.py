@@ -161,8 +161,9 @@ def close_target(target):
         target.close()
 
 
-def _close_quietly(closefn, target):
-    """close on a path that is already failing"""
+def close_quietly(target, closefn=close_target):
+    """close on a path that is already failing: an error of the close must
+    not hide the first one"""
     try:
         closefn(target)
     except Exception:
@@ -234,7 +235,6 @@ class Closer:
         self.background = policy == BACKGROUND
         self.switches = 0  # changes between inline and background
         self.peakpending = 0
-        self.parks = 0  # times a worker found nothing to do and slept
         # adaptive, inline: smoothed close time measured on the submitters
         self.estimate = 0.0
         # background: close latency measured without background threads in
@@ -314,7 +314,7 @@ class Closer:
                 # interrupted while waiting for room in the queue: the file
                 # is still ours to close
                 if not handed and not probing:
-                    _close_quietly(self._closefn, target)
+                    close_quietly(target, self._closefn)
                 raise
             if not probing:
                 stat.add(clock() - start)
@@ -445,7 +445,6 @@ class Closer:
                     if self._stopping:
                         return
                     self._idle += 1
-                    self.parks += 1
                     self._work.wait()
                     self._idle -= 1
                 target, name = items.popleft()

@@ -181,7 +181,7 @@ class ApplySession:
                         raise closermod.FileError(path, exc, 'writing') from exc
                     writestat.add(clock() - start, len(chunk))
             except closermod.FileError as failure:
-                _close_quietly(fd)
+                closermod.close_quietly(fd)
                 if onmain:
                     raise
                 closer.record(failure)
@@ -189,7 +189,7 @@ class ApplySession:
                     pass
                 continue
             except BaseException:
-                _close_quietly(fd)
+                closermod.close_quietly(fd)
                 raise
             try:
                 closer.close(fd, path)
@@ -215,14 +215,6 @@ def _tryrmdir(path):
             os.unlink(path)
         else:
             os.rmdir(path)
-    except OSError:
-        pass
-
-
-def _close_quietly(fd):
-    """close a descriptor on a path that is already failing"""
-    try:
-        os.close(fd)
     except OSError:
         pass
 
@@ -287,10 +279,7 @@ class StreamedFile:
         elif not self._closed:
             # already failing: close here and let the first error win
             self._closed = True
-            try:
-                self._fp.close()
-            except OSError:
-                pass
+            closermod.close_quietly(self._fp)
         return False
 
     def __getattr__(self, name):
