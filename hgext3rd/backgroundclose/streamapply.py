@@ -100,7 +100,11 @@ class ApplySession:
         Stream clone files are not journaled by the transaction, so a failed
         apply would leave them behind (core leaves them too).  Only entries
         that did not exist when the apply began are removed, and only below
-        the store and the cache directory.
+        the store and the cache directory.  The store's lock and the
+        transaction's journal files are left to their owners: this runs
+        while both may still be held, so that the transaction's own abort
+        finds the space the apply used free again (on a full disk it needs
+        some to flush its journal).
         """
         for root, before in self._before.items():
             if not os.path.isdir(root):
@@ -109,7 +113,9 @@ class ApplySession:
             for dirpath, dirnames, filenames in os.walk(root, topdown=False):
                 for name in filenames:
                     path = os.path.join(dirpath, name)
-                    if path not in known:
+                    if path not in known and not (
+                        dirpath == root and _owned_by_transaction(name)
+                    ):
                         util.tryunlink(path)
                 for name in dirnames:
                     path = os.path.join(dirpath, name)
@@ -199,6 +205,11 @@ class ApplySession:
                 closer.record(exc)
 
 
+def _owned_by_transaction(name):
+    """whether a store entry belongs to the lock or the transaction"""
+    return name == b'lock' or name.startswith(b'journal')
+
+
 def _tree(root):
     """every file and directory below ``root``"""
     found = set()
@@ -236,7 +247,10 @@ class SessionCloser:
         if exc_type is None:
             self._session.closer.drain()
         else:
+            # failing: take the files back now, inside the transaction, so
+            # that its abort runs with the disk space they used
             self._session.closer.wait()
+            self._session.undo()
         return False
 
     def close(self, fh):
