@@ -63,6 +63,25 @@ of the stream):
   abort: error closing 00changelog.i: Disk quota exceeded
   [255]
 
+The stream may be written in full and the transaction fail afterwards, when
+it writes the fncache.  That error is core's own, so it carries no file
+name; what matters is that the abort takes the stream's files back too
+(core leaves all 300 of them behind, with an fncache that does not list
+them):
+
+  $ for format in v1 v2; do
+  >   hg init fail-after-$format
+  >   SLOWCLOSE_FAIL_MATCH=/.fncache- slow hg -R fail-after-$format -q \
+  >     debugapplystreamclonebundle $format.hg
+  > done
+  transaction abort!
+  rollback completed
+  abort: Input/output error
+  transaction abort!
+  rollback completed
+  abort: Input/output error
+  [255]
+
 A failed apply takes back what it wrote (core leaves the files written
 before the failure behind): each repository is again as a new one, verifies,
 and takes a good bundle afterwards.  (.hg/journal.desc, outside the store,
@@ -70,7 +89,7 @@ is what core's transaction leaves behind after any abort.)
 
   $ hg init pristine
   $ (cd pristine/.hg && find . | sort) > pristine.list
-  $ for repo in fail-v1 fail-v2 fail-inline fail-last; do
+  $ for repo in fail-v1 fail-v2 fail-inline fail-last fail-after-v1 fail-after-v2; do
   >   (cd $repo/.hg && find . | grep -v '^./journal.desc$' | sort) | diff -u pristine.list - && echo "$repo: as new"
   >   hg -R $repo verify -q
   > done
@@ -78,6 +97,8 @@ is what core's transaction leaves behind after any abort.)
   fail-v2: as new
   fail-inline: as new
   fail-last: as new
+  fail-after-v1: as new
+  fail-after-v2: as new
   $ hg -R fail-v1 -q debugapplystreamclonebundle v1.hg > /dev/null
   $ hg -R fail-v2 -q debugapplystreamclonebundle v2.hg > /dev/null
   $ for repo in fail-v1 fail-v2; do

@@ -59,6 +59,8 @@ class ApplySession:
     def __init__(self, repo, fmt, expectedcount=-1):
         ui = repo.ui
         self.ui = ui
+        self._repo = repo
+        self._watched = set()
         self.format = fmt
         self.reportstyle = settings.report(ui)
         self.closer = closermod.Closer(
@@ -123,6 +125,18 @@ class ApplySession:
                         _tryrmdir(path)
             if before is None:
                 _tryrmdir(root)
+
+    def watch_transaction(self):
+        """take the apply back if the transaction around it aborts
+
+        The stream may be written without a failure and its transaction
+        fail to close afterwards (writing the fncache, say), after the
+        consumer returned: the abort callback takes the files back then.
+        """
+        tr = self._repo.currenttransaction()
+        if tr is not None and id(tr) not in self._watched:
+            self._watched.add(id(tr))
+            tr.addabort(b'backgroundclose-undo', lambda tr: self.undo())
 
     def abort(self, exc):
         """the error.Abort that stands for a FileError"""
@@ -336,6 +350,7 @@ def consumer(fmt):
 def backgroundfilecloser(orig, ui, expectedcount=-1):
     if _session is None:
         return orig(ui, expectedcount=expectedcount)
+    _session.watch_transaction()
     return SessionCloser(_session)
 
 
