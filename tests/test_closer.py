@@ -366,3 +366,32 @@ def test_file_closed_when_interrupted_while_waiting_for_room():
     closer._room.wait = original_wait
     assert interrupted.is_set()
     assert sorted(files.closed) == ['first', 'second']
+
+
+def test_file_closed_once_when_interrupted_after_it_was_queued():
+    # growing the pool starts a thread, which waits for it to run: a
+    # KeyboardInterrupt can land there, after the file went into the queue
+    files = Files(latency=0.01)
+    # a worker slower than the submitter: the queue passes half of maxqueue
+    # (and the pool grows) before it is full (and the submitter waits)
+    closer = closer_for(files, policy=closermod.BACKGROUND, threads=1,
+                        maxthreads=8, maxqueue=16, window=1)
+    original_start = closer._start_workers
+    calls = []
+
+    def interrupting_start(count):
+        calls.append(count)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        with closer:
+            closer._start_workers = interrupting_start
+            for target in range(100):
+                files.opened()
+                closer.close(target)
+    closer._start_workers = original_start
+    assert calls, 'the pool never tried to grow: the test proves nothing'
+    # every file submitted was closed exactly once: by a worker, or by the
+    # submitter that took it back
+    assert sorted(files.closed) == list(range(len(files.closed)))
+    assert files.open == 0

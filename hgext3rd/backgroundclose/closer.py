@@ -304,15 +304,28 @@ class Closer:
             handed = False
             try:
                 with self._lock:
-                    if self._probeleft:
-                        self._probeleft -= 1
-                        probing = True
-                    else:
-                        self._enqueue_locked(target, name)
-                        handed = True
+                    try:
+                        if self._probeleft:
+                            self._probeleft -= 1
+                            probing = True
+                        else:
+                            self._enqueue_locked(target, name)
+                            handed = True
+                    except BaseException:
+                        # a signal raised after the file was queued (starting
+                        # a worker waits, and so can be interrupted): take
+                        # it back; no worker can have taken it, we still
+                        # hold the lock
+                        if (
+                            not handed
+                            and self._items
+                            and self._items[-1][0] is target
+                        ):
+                            self._items.pop()
+                            self._pending -= 1
+                        raise
             except BaseException:
-                # interrupted while waiting for room in the queue: the file
-                # is still ours to close
+                # interrupted while queueing: the file is still ours
                 if not handed and not probing:
                     close_quietly(target, self._closefn)
                 raise
@@ -483,8 +496,10 @@ class Closer:
         with self._lock:
             while self._pending:
                 self._roomwaiters += 1
-                self._room.wait()
-                self._roomwaiters -= 1
+                try:
+                    self._room.wait()
+                finally:
+                    self._roomwaiters -= 1
 
     def drain(self):
         """wait until every file handed over is closed, then raise the first

@@ -63,8 +63,14 @@ class ApplySession:
         self._watched = set()
         self.format = fmt
         self.reportstyle = settings.report(ui)
+        # descriptors write_files opened and nobody closed yet: what an
+        # interrupt at the wrong moment could leak, closed when it fails
+        self._rawfds = set()
+        self._opening = None  # the last file write_files began to open
         self.closer = closermod.Closer(
-            expectedcount=expectedcount, **settings.closer_options(ui)
+            expectedcount=expectedcount,
+            closefn=self._close,
+            **settings.closer_options(ui)
         )
         self.book = closermod.StatsBook(reportmod.OPERATIONS)
         # what the stream may write into, as it was: stream clones only go
@@ -85,6 +91,24 @@ class ApplySession:
             )
         )
         self.start = util.timer()
+
+    def _close(self, target):
+        if type(target) is int:
+            # forget it first: once closed, its number may be reused
+            self._rawfds.discard(target)
+        closermod.close_target(target)
+
+    def release_descriptors(self):
+        """close what write_files opened and an interrupt kept from the
+        closer; call once no thread writes or closes any more"""
+        for fd in list(self._rawfds):
+            closermod.close_quietly(fd, self._close)
+        opening = self._opening
+        if opening is not None:
+            # a signal raised as os.open() returns loses the new descriptor
+            # (CPython runs handlers right after a call): find it by name
+            for fd in _descriptors_of(opening):
+                closermod.close_quietly(fd)
 
     def describe(self, path):
         """the name of a file in messages: store path, or .hg/ path"""
@@ -178,19 +202,23 @@ class ApplySession:
         openstat = table['open']
         writestat = table['write']
         closer = self.closer
+        rawfds = self._rawfds
+        closefd = self._close
         clock = util.timer
         write = os.write
         # a writer thread of a parallel apply keeps its failures for the
         # main thread, which raises them when it drains the closer
         onmain = threading.current_thread() is threading.main_thread()
         for path, mode, data in info:
+            self._opening = path
             start = clock()
             if mode is None:
                 fd = os.open(path, _OPEN_FLAGS)
             else:
                 fd = os.open(path, _OPEN_FLAGS, mode)
-            openstat.add(clock() - start)
+            rawfds.add(fd)
             try:
+                openstat.add(clock() - start)
                 for chunk in data:
                     start = clock()
                     try:
@@ -201,7 +229,7 @@ class ApplySession:
                         raise closermod.FileError(path, exc, 'writing') from exc
                     writestat.add(clock() - start, len(chunk))
             except closermod.FileError as failure:
-                closermod.close_quietly(fd)
+                closermod.close_quietly(fd, closefd)
                 if onmain:
                     raise
                 closer.record(failure)
@@ -209,7 +237,7 @@ class ApplySession:
                     pass
                 continue
             except BaseException:
-                closermod.close_quietly(fd)
+                closermod.close_quietly(fd, closefd)
                 raise
             try:
                 closer.close(fd, path)
@@ -217,6 +245,25 @@ class ApplySession:
                 if onmain:
                     raise
                 closer.record(exc)
+
+
+def _descriptors_of(path):
+    """the descriptors this process holds open on ``path`` (Linux; none
+    found elsewhere)"""
+    path = os.path.abspath(path)
+    found = []
+    try:
+        names = os.listdir(b'/proc/self/fd')
+    except OSError:
+        return found
+    for name in names:
+        try:
+            target = os.readlink(b'/proc/self/fd/' + name)
+        except OSError:
+            continue
+        if target == path or target == path + b' (deleted)':
+            found.append(int(name))
+    return found
 
 
 def _owned_by_transaction(name):
@@ -264,6 +311,7 @@ class SessionCloser:
             # failing: take the files back now, inside the transaction, so
             # that its abort runs with the disk space they used
             self._session.closer.wait()
+            self._session.release_descriptors()
             self._session.undo()
         return False
 
@@ -335,8 +383,9 @@ def consumer(fmt):
                 finally:
                     _session = None
         except BaseException as exc:
-            # every file is closed now (leaving the closer joined its
-            # threads): take back what the failed apply wrote
+            # every file handed over is closed now (leaving the closer
+            # joined its threads): take back what the failed apply wrote
+            session.release_descriptors()
             session.undo()
             if isinstance(exc, closermod.FileError):
                 raise session.abort(exc) from exc

@@ -1,0 +1,118 @@
+Interrupted applies
+===================
+
+SIGINT (Ctrl-C) or SIGTERM during a stream apply: hg stops within a second,
+joins its closing threads, keeps no descriptor open, and the destination is
+as it was.  tests/interrupt.py runs hg in its own process (to count threads
+and descriptors before and after) and signals itself once the store holds
+200 files.  Closes take 3 ms (bench/slowclose.c) so that the apply of 1,000
+files is still running then.
+
+  $ [ -n "$SLOWCLOSE_SO" ] && [ -f "$SLOWCLOSE_SO" ] || exit 80
+  $ . "$TESTDIR/setup.sh"
+  $ makerepo src 1000
+  $ hg -R src debugcreatestreamclonebundle v1.hg > /dev/null
+  $ hg -R src bundle -q -a --type 'none-v2;stream=v2' v2.hg
+  $ interrupt() {
+  >   sig=$1 repo=$2; shift 2
+  >   SLOWCLOSE_US=3000 LD_PRELOAD="$SLOWCLOSE_SO" \
+  >     python3 "$TESTDIR/interrupt.py" $sig $repo/.hg/store 200 -- "$@"
+  > }
+  $ hg init pristine
+  $ (cd pristine/.hg && find . | sort) > pristine.list
+  $ asnew() {
+  >   (cd $1/.hg && find . | grep -v '^./journal.desc$' | sort) | diff -u pristine.list - && echo "$1: as new"
+  >   hg -R $1 verify -q
+  > }
+
+debugapplystreamclonebundle, v1 and v2, closing inline and on background
+threads:
+
+  $ for format in v1 v2; do
+  >   for closing in no yes; do
+  >     hg init int-$format-$closing
+  >     interrupt INT int-$format-$closing -R int-$format-$closing -q \
+  >       debugapplystreamclonebundle $format.hg \
+  >       --config worker.backgroundclose=$closing \
+  >       --config worker.backgroundcloseminfilecount=0
+  >     asnew int-$format-$closing
+  >   done
+  > done
+  interrupted!
+  exit 255
+  signalled while running: True
+  stopped within 1 s: True
+  threads as before: True
+  descriptors as before: True
+  int-v1-no: as new
+  interrupted!
+  exit 255
+  signalled while running: True
+  stopped within 1 s: True
+  threads as before: True
+  descriptors as before: True
+  int-v1-yes: as new
+  interrupted!
+  exit 255
+  signalled while running: True
+  stopped within 1 s: True
+  threads as before: True
+  descriptors as before: True
+  int-v2-no: as new
+  interrupted!
+  exit 255
+  signalled while running: True
+  stopped within 1 s: True
+  threads as before: True
+  descriptors as before: True
+  int-v2-yes: as new
+
+SIGTERM during hg unbundle, with the adaptive closer, and with core's
+parallel writer threads (Mercurial 7.0 and later; the option is ignored
+before):
+
+  $ for parallel in no yes; do
+  >   hg init term-$parallel
+  >   interrupt TERM term-$parallel -R term-$parallel -q unbundle v2.hg \
+  >     --config worker.parallel-stream-bundle-processing=$parallel
+  >   asnew term-$parallel
+  > done
+  killed!
+  exit 255
+  signalled while running: True
+  stopped within 1 s: True
+  threads as before: True
+  descriptors as before: True
+  term-no: as new
+  killed!
+  exit 255
+  signalled while running: True
+  stopped within 1 s: True
+  threads as before: True
+  descriptors as before: True
+  term-yes: as new
+
+An interrupted clone removes its destination, as core does:
+
+  $ interrupt INT cloned clone -q -U --stream ssh://user@dummy/src cloned
+  interrupted!
+  exit 255
+  signalled while running: True
+  stopped within 1 s: True
+  threads as before: True
+  descriptors as before: True
+  $ ls cloned
+  ls: cannot access 'cloned': No such file or directory
+  [2]
+
+Each interrupted repository takes the bundle afterwards:
+
+  $ for repo in int-v1-no int-v1-yes int-v2-no int-v2-yes term-no term-yes; do
+  >   hg -R $repo -q unbundle v2.hg && hg -R $repo verify -q && echo "$repo: $(hg -R $repo log -r tip -T '{rev}')"
+  > done
+  int-v1-no: 1
+  int-v1-yes: 1
+  int-v2-no: 1
+  int-v2-yes: 1
+  term-no: 1
+  term-yes: 1
