@@ -118,6 +118,7 @@ from mercurial import (
 from . import (
     compat,
     debugapply,
+    malformed,
     streamapply,
 )
 
@@ -154,6 +155,10 @@ def extsetup(ui):
     )
     extensions.wrapfunction(vfsmod.vfs, '__call__', streamapply.vfsopen)
     extensions.wrapfunction(util, 'makedirs', streamapply.makedirs)
+    extensions.wrapfunction(streamclone, '_makemap', malformed.makemap)
+    handlers = compat.part_handlers()
+    if b'stream2' in handlers:
+        handlers[b'stream2'] = malformed.stream2_handler(handlers[b'stream2'])
     entry = extensions.wrapcommand(
         commands.table,
         b'debugapplystreamclonebundle',

@@ -10,6 +10,7 @@ Nothing else in the extension looks at Mercurial's version.
 """
 
 from mercurial import (
+    bundle2,
     streamclone,
     util,
     vfs as vfsmod,
@@ -46,10 +47,22 @@ def missing_seams():
         (vfsmod.abstractvfs, 'backgroundclosing'),
         (vfsmod.vfs, '__call__'),
         (util, 'makedirs'),
+        (streamclone, '_makemap'),
     ):
         if not hasattr(owner, name):
             missing.append('%s.%s' % (owner.__name__, name))
     return missing
+
+
+def part_handlers():
+    """bundle2's table of part handlers, filled"""
+    try:
+        # Mercurial 7.0 moved the handlers to their own module, which
+        # registers them when it is imported
+        from mercurial import bundle2_part_handlers  # noqa: F401
+    except ImportError:
+        pass
+    return bundle2.parthandlermapping
 
 
 def open_path(ui, path):

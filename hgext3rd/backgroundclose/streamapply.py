@@ -38,6 +38,7 @@ from mercurial.utils import stringutil
 
 from . import (
     closer as closermod,
+    malformed,
     report as reportmod,
     settings,
 )
@@ -56,12 +57,13 @@ _OPEN_FLAGS = os.O_WRONLY | os.O_CREAT | getattr(os, 'O_BINARY', 0)
 class ApplySession:
     """one stream apply: its closer, its timings, how to name its files"""
 
-    def __init__(self, repo, fmt, expectedcount=-1):
+    def __init__(self, repo, fmt, expectedcount=-1, expectedbytes=None):
         ui = repo.ui
         self.ui = ui
         self._repo = repo
         self._watched = set()
         self.format = fmt
+        self.expectedbytes = expectedbytes
         self.reportstyle = settings.report(ui)
         # descriptors write_files opened and nobody closed yet: what an
         # interrupt at the wrong moment could leak, closed when it fails
@@ -162,13 +164,27 @@ class ApplySession:
             self._watched.add(id(tr))
             tr.addabort(b'backgroundclose-undo', lambda tr: self.undo())
 
+    def check_complete(self):
+        """abort if the files hold fewer or more bytes than the stream
+        declared: a stream cut short inside its last file otherwise
+        leaves that file short and the apply "succeeds" (core does not
+        check for v1; v2 reads what is left without checking)"""
+        if self.expectedbytes is None:
+            return
+        written = self.book.merged()['write'].bytes
+        if written != self.expectedbytes:
+            raise malformed.abort(
+                _(b'%d bytes of file data, the header declares %d')
+                % (written, self.expectedbytes)
+            )
+
     def abort(self, exc):
         """the error.Abort that stands for a FileError"""
         return error.Abort(
             _(b'error %s %s: %s')
             % (
                 exc.action.encode('ascii'),
-                self.describe(exc.name),
+                stringutil.escapestr(self.describe(exc.name)),
                 stringutil.forcebytestr(exc.reason),
             )
         )
@@ -212,10 +228,19 @@ class ApplySession:
         for path, mode, data in info:
             self._opening = path
             start = clock()
-            if mode is None:
-                fd = os.open(path, _OPEN_FLAGS)
-            else:
-                fd = os.open(path, _OPEN_FLAGS, mode)
+            try:
+                if mode is None:
+                    fd = os.open(path, _OPEN_FLAGS)
+                else:
+                    fd = os.open(path, _OPEN_FLAGS, mode)
+            except (OSError, ValueError) as exc:  # ValueError: a NUL byte
+                failure = closermod.FileError(path, exc, 'opening')
+                if onmain:
+                    raise failure from exc
+                closer.record(failure)
+                for _chunk in data:  # keep the stream in step
+                    pass
+                continue
             rawfds.add(fd)
             try:
                 openstat.add(clock() - start)
@@ -307,6 +332,7 @@ class SessionCloser:
     def __exit__(self, exc_type, exc_value, exc_tb):
         if exc_type is None:
             self._session.closer.drain()
+            self._session.check_complete()
         else:
             # failing: take the files back now, inside the transaction, so
             # that its abort runs with the disk space they used
@@ -372,9 +398,12 @@ def consumer(fmt):
         global _session
         if _session is not None:
             return orig(repo, fp, *args, **kwargs)
-        # consumev1 and consumev2 are told the file count; v3 is not
-        expectedcount = args[0] if fmt != b'v3' and args else -1
-        session = ApplySession(repo, fmt, expectedcount)
+        # consumev1 and consumev2 are told the file and byte counts; v3 is
+        # not
+        expectedcount, expectedbytes = -1, None
+        if fmt != b'v3' and len(args) >= 2:
+            expectedcount, expectedbytes = args[0], args[1]
+        session = ApplySession(repo, fmt, expectedcount, expectedbytes)
         _session = session
         try:
             with session.closer:
@@ -389,6 +418,11 @@ def consumer(fmt):
             session.undo()
             if isinstance(exc, closermod.FileError):
                 raise session.abort(exc) from exc
+            if isinstance(exc, ValueError):
+                # a NUL byte in a name, found by core's own file calls
+                raise malformed.abort(
+                    stringutil.forcebytestr(exc)
+                ) from exc
             raise
         session.finish()
         return result
@@ -423,7 +457,10 @@ def vfsopen(orig, self, path, mode=b'rb', *args, **kwargs):
     mkdir = table['mkdir']
     before = mkdir.seconds
     start = util.timer()
-    fp = orig(self, path, mode, **kwargs)
+    try:
+        fp = orig(self, path, mode, **kwargs)
+    except ValueError as exc:  # a NUL byte in the name
+        raise closermod.FileError(self.join(path), exc, 'opening') from exc
     # opening may create directories; those count as mkdir, not open
     table['open'].add(util.timer() - start - (mkdir.seconds - before))
     return StreamedFile(fp, session, self.join(path), table['write'])

@@ -1,0 +1,145 @@
+Hostile and malformed stream bundles
+====================================
+
+tests/streamcraft.py builds stream bundles by hand: the 300 files of a real
+repository plus whatever the test adds.
+
+  $ . "$TESTDIR/setup.sh"
+  $ makerepo src 300
+  $ hg -R src debugcreatestreamclonebundle real.hg > /dev/null
+  $ craft() { python3 "$TESTDIR/streamcraft.py" "$@"; }
+  $ hg init pristine
+  $ (cd pristine/.hg && find . | sort) > pristine.list
+  $ outside() {
+  >   # everything here but the store and cache of the repository "r", and
+  >   # the descriptions core's transaction writes into .hg on every commit
+  >   # or abort
+  >   find . -path ./r/.hg/store -prune -o -path ./r/.hg/cache -prune -o -print |
+  >     grep -v '^./r/.hg/\(undo\|journal\).desc$' | sort
+  > }
+  $ apply() {
+  >   rm -rf r && hg init r && outside > before.list
+  >   hg -R r -q debugapplystreamclonebundle "$@" \
+  >     --config experimental.stream-v3=yes > /dev/null
+  >   echo "exit $?"
+  >   outside | diff -u before.list - | grep '^[-+][^-+]' | sed 's/^/outside the store: /'
+  >   true
+  > }
+  $ asnew() {
+  >   (cd r/.hg && find . | grep -v '^./journal.desc$' | sort) | diff -u pristine.list - > /dev/null && echo "as new"
+  > }
+
+Hostile names
+-------------
+
+Names that climb out (..), absolute paths, Mercurial's own configuration,
+names that the store encoding must escape.  The store encodes them all to
+harmless names inside the store, as core does; nothing is written anywhere
+else, for v1, v2 and v3 alike:
+
+  $ for format in v1 v2 v3; do
+  >   craft $format real.hg hostile.hg '../escape.i' '.hg/hgrc' '../hgrc' \
+  >     'data/x/../../../../outside.i' 'data/.hg/hgrc.i' 'data/~2e~2e/y.i' 'hgrc'
+  >   apply hostile.hg
+  >   (cd r/.hg/store && find . -type f | grep -v '^./data/\|^./dh/\|^./00\|^./fncache$\|^./requires$\|^./undo' | sort)
+  > done
+  exit 0
+  ./hgrc
+  ./~2ehg.hg/hgrc
+  ./~2e~2e/escape.i
+  ./~2e~2e/hgrc
+  exit 0
+  ./hgrc
+  ./~2ehg.hg/hgrc
+  ./~2e~2e/escape.i
+  ./~2e~2e/hgrc
+  exit 0
+  ./hgrc
+  ./~2ehg.hg/hgrc
+  ./~2e~2e/escape.i
+  ./~2e~2e/hgrc
+
+Where did the names under data/ go?  Encoded inside data/ ("~" itself is
+escaped, so an already-escaped name cannot pass for another):
+
+  $ (cd r/.hg/store && find data -name 'outside*' -o -name 'hgrc.i' -o -name 'y.i' | sort)
+  data/x/~2e~2e/~2e~2e/~2e~2e/~2e~2e/outside.i
+  data/~2ehg.hg/hgrc.i
+  data/~7e2e~7e2e/y.i
+
+The cache has no store encoding: there the path auditor refuses the same
+names outright (v2 and v3; v1 has no cache files):
+
+  $ for format in v2 v3; do
+  >   for name in '../escape' '../../hgrc' "$PWD/abs" 'x/../../hgrc' '.hg/hgrc'; do
+  >     craft $format real.hg hostile.hg "c:$name"
+  >     apply hostile.hg 2>&1 | sed "s|$PWD|\$PWD|"
+  >     asnew
+  >   done
+  > done
+  abort: path contains illegal component: ../escape
+  exit 255
+  as new
+  abort: path contains illegal component: ../../hgrc
+  exit 255
+  as new
+  abort: path contains illegal component: $PWD/abs
+  exit 255
+  as new
+  abort: path contains illegal component: ../hgrc
+  exit 255
+  as new
+  abort: path contains illegal component: .hg/hgrc
+  exit 255
+  as new
+  abort: path contains illegal component: ../escape
+  exit 255
+  as new
+  abort: path contains illegal component: ../../hgrc
+  exit 255
+  as new
+  abort: path contains illegal component: $PWD/abs
+  exit 255
+  as new
+  abort: path contains illegal component: x/../../hgrc
+  exit 255
+  as new
+  abort: path contains illegal component: .hg/hgrc
+  exit 255
+  as new
+
+A NUL byte in a name: a clear abort naming the file (core: a ValueError
+traceback for v2 and v3):
+
+  $ for format in v1 v2 v3; do
+  >   craft $format real.hg nul.hg 'data/a\0b.i'
+  >   apply nul.hg
+  >   asnew
+  > done
+  abort: unexpected response from remote server:
+  'data/a\x00b.i\x001\n'
+  exit 255
+  as new
+  abort: error opening data/a\x00b.i: open: embedded null character in path
+  exit 255
+  as new
+  abort: error opening data/a\x00b.i: unlink: embedded null character in path
+  exit 255
+  as new
+  $ craft v2 real.hg nul.hg 'c:a\0/b'
+  $ apply nul.hg
+  abort: malformed stream clone data: lstat: embedded null character in path
+  (the bundle or the stream from the server is damaged)
+  exit 255
+  $ asnew
+  as new
+
+The same name twice: the second copy is written over the first, as in core
+(the stream is applied in order; the pending close of the first copy does
+not get in the way):
+
+  $ craft v2 real.hg twice.hg 'data/twice.i' 'data/twice.i'
+  $ apply twice.hg --config worker.backgroundclose=yes --config worker.backgroundcloseminfilecount=0
+  exit 0
+  $ cat r/.hg/store/data/twice.i; echo
+  x
