@@ -22,7 +22,7 @@ OLDEST := $(firstword $(MATRIX))
 UNSUPPORTED ?= 6.4.5
 
 .PHONY: all test unit cram demo shim venv clean test-matrix test-oldest \
-	test-unsupported \
+	test-unsupported soak \
 	bench bench-full bench-releases
 
 all: test
@@ -71,6 +71,18 @@ test-matrix:
 	done; \
 	if [ -n "$$failed" ]; then echo "FAILED:$$failed"; exit 1; fi; \
 	echo "all passed: $(MATRIX)"
+
+# reliability soak (not part of make test, about 10 minutes): 50 applies in
+# a row with random latencies, policies and injected close failures, then
+# peak memory at 20,000 and 200,000 files, core against the extension; new
+# random examples for the stream fuzzer.  SOAK_SEED=N repeats a run.
+SOAK_RUNS ?= 50
+SOAK_SEED ?=
+soak: $(STAMP) $(SHIM)
+	$(BIN)/python tests/soak.py --hg $(BIN)/hg --shim $(SHIM) \
+		--runs $(SOAK_RUNS) --peak-rss $(if $(SOAK_SEED),--seed $(SOAK_SEED))
+	FUZZ_RANDOM=1 FUZZ_EXAMPLES=200 $(BIN)/python -m pytest -q \
+		tests/test_fuzz_streams.py
 
 demo: $(STAMP) $(SHIM)
 	$(BIN)/python bench/demo.py --hg $(BIN)/hg --shim $(SHIM)

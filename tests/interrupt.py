@@ -6,6 +6,9 @@
 # GNU General Public License version 2 or any later version.
 """usage: interrupt.py SIGNAL WATCHDIR COUNT -- HG-ARGS...
 
+(SIGNAL NONE: no signal, for the same checks after a command that ran to
+its end.)
+
 Runs ``hg HG-ARGS`` through Mercurial's dispatcher in this very process, so
 that what the command leaves behind in the process can be checked: once
 WATCHDIR holds COUNT files (the apply is under way), the process sends
@@ -49,14 +52,14 @@ def main(argv):
     signame, watchdir, count, sep = argv[:4]
     assert sep == '--', 'usage: see the module docstring'
     hgargs = [pycompat.fsencode(a) for a in argv[4:]]
-    signum = getattr(signal, 'SIG' + signame)
+    signum = None if signame == 'NONE' else getattr(signal, 'SIG' + signame)
     count = int(count)
     sent = []
     finished = threading.Event()
 
     def watch():
         # poll for the command's progress; give up once it finished
-        while not finished.is_set():
+        while signum is not None and not finished.is_set():
             if os.path.isdir(watchdir) and count_files(watchdir) >= count:
                 sent.append(time.monotonic())
                 os.kill(os.getpid(), signum)
@@ -80,7 +83,8 @@ def main(argv):
     gc.collect()
     fds_after = descriptors()
     print('exit %s' % (status if isinstance(status, str) else status & 255))
-    print('signalled while running: %s' % bool(sent))
+    if signum is not None:
+        print('signalled while running: %s' % bool(sent))
     if sent:
         stopped = ended - sent[0]
         print('stopped within 1 s: %s' % (stopped < 1.0))

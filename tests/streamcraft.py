@@ -19,8 +19,9 @@ test wants, for the reliability tests (hostile and malformed bundles).
 Every count, size and header field can be overridden, so that the
 bundle lies about what it holds.
 
-Usage as a script: ``streamcraft.py FORMAT SOURCE.hg OUT.hg NAME...``
-writes the files of SOURCE (a v1 bundle) plus one small file per NAME
+Usage as a script: ``streamcraft.py many COUNT FORMAT SOURCE.hg OUT.hg``
+writes the files of SOURCE plus COUNT copies of one small revlog;
+``streamcraft.py FORMAT SOURCE.hg OUT.hg NAME...`` writes the files of SOURCE (a v1 bundle) plus one small file per NAME
 ("c:NAME" for a file of the cache source; "\\0" stands for a NUL byte).
 """
 
@@ -152,7 +153,36 @@ def v3(entries, requirements=REQUIREMENTS, truncate=None):
     return _bundle2(b'stream3-exp', v3_payload(entries), params, truncate)
 
 
+def many(entries, count):
+    """the entries of a repository's bundle, plus ``count`` copies of its
+    smallest file revlog under new names (a store of any size, quickly;
+    the copies are valid revlogs that no manifest refers to)"""
+    name, data = min(
+        (e for e in entries if e[0].startswith(b'data/')),
+        key=lambda e: len(e[1]),
+    )
+    suffix = name[name.rindex(b'.'):]
+    copies = [
+        (b'data/many/d%03d/f%06d%s' % (i // 1000, i, suffix), data)
+        for i in range(count)
+    ]
+    return entries + copies
+
+
 def main(argv):
+    if argv[0] == 'many':
+        # streamcraft.py many COUNT FORMAT SOURCE.hg OUT.hg
+        count, fmt, source, out = int(argv[1]), argv[2], argv[3], argv[4]
+        with open(source, 'rb') as fp:
+            requirements, entries = read_v1(fp.read())
+        entries = many(entries, count)
+        if fmt == 'v1':
+            data = v1(entries, requirements)
+        else:
+            data = v2([(b's', n, c) for n, c in entries], requirements)
+        with open(out, 'wb') as fp:
+            fp.write(data)
+        return 0
     fmt, source, out = argv[:3]
     with open(source, 'rb') as fp:
         requirements, entries = read_v1(fp.read())
