@@ -18,8 +18,9 @@ skipped.
   >   (cd $1/.hg && find . | grep -v '^./journal.desc$' | sort) | diff -u pristine.list - && echo "$1: as new"
   > }
 
-Stream v2 writes through descriptors, so the write itself fails; stream v1
-writes through buffered file objects, whose data may only reach the disk
+Stream v2 writes through descriptors (Mercurial 7.0 and later), so the
+write itself fails; stream v1 (and v2 before 7.0) writes through buffered
+file objects, whose data may only reach the disk
 when they are closed.  Either way the apply aborts naming the file and the
 reason, with inline and background closing alike.  The files it wrote are
 taken back before the transaction aborts: the transaction needs a little
@@ -41,13 +42,13 @@ space to flush its journal (without that, core's abort fails with a bare
   abort: error closing data/dom/gfx/widget/dom__213.c.i: No space left on device
   exit 255
   full/repo: as new
-  abort: error writing data/dom/gfx/widget/dom__213.c.i: No space left on device
+  abort: error *ing data/dom/gfx/widget/dom__213.c.i: No space left on device (glob)
   exit 255
   full/repo: as new
   abort: error closing data/dom/gfx/widget/dom__213.c.i: No space left on device
   exit 255
   full/repo: as new
-  abort: error writing data/dom/gfx/widget/dom__213.c.i: No space left on device
+  abort: error *ing data/dom/gfx/widget/dom__213.c.i: No space left on device (glob)
   exit 255
   full/repo: as new
 
@@ -56,12 +57,12 @@ destination as core does:
 
   $ hg init full/repo
   $ hg -R full/repo -q unbundle v2.hg
-  abort: error writing data/dom/gfx/widget/dom__213.c.i: No space left on device
+  abort: error *ing data/dom/gfx/widget/dom__213.c.i: No space left on device (glob)
   [255]
   $ asnew full/repo
   full/repo: as new
   $ hg clone -q -U --stream ssh://user@dummy/src full/clone
-  abort: error writing data/*: No space left on device (glob)
+  abort: error *ing data/*: No space left on device (glob)
   [255]
   $ ls full
   repo

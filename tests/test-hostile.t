@@ -86,7 +86,7 @@ names outright (v2 and v3; v1 has no cache files):
   abort: path contains illegal component: $PWD/abs
   exit 255
   as new
-  abort: path contains illegal component: ../hgrc
+  abort: path contains illegal component: *../hgrc (glob)
   exit 255
   as new
   abort: path contains illegal component: .hg/hgrc
@@ -109,7 +109,8 @@ names outright (v2 and v3; v1 has no cache files):
   as new
 
 A NUL byte in a name: a clear abort naming the file (core: a ValueError
-traceback for v2 and v3):
+traceback for v2 and v3).  Which call finds the NUL first depends on the
+Mercurial release:
 
   $ for format in v1 v2 v3; do
   >   craft $format real.hg nul.hg 'data/a\0b.i'
@@ -120,16 +121,15 @@ traceback for v2 and v3):
   'data/a\x00b.i\x001\n'
   exit 255
   as new
-  abort: error opening data/a\x00b.i: open: embedded null character in path
+  abort: error opening data/a?x00b.i: *: embedded null character in path (glob)
   exit 255
   as new
-  abort: error opening data/a\x00b.i: unlink: embedded null character in path
+  abort: error opening data/a?x00b.i: *: embedded null character in path (glob)
   exit 255
   as new
   $ craft v2 real.hg nul.hg 'c:a\0/b'
-  $ apply nul.hg
-  abort: malformed stream clone data: lstat: embedded null character in path
-  (the bundle or the stream from the server is damaged)
+  $ apply nul.hg 2>&1 | grep -v '^(the bundle'
+  abort: * embedded null character in path (glob)
   exit 255
   $ asnew
   as new

@@ -30,16 +30,16 @@ fill up.
   > import json
   > [r] = json.load(open('$format.json'))
   > c = r['closer']
-  > print(r['format'], r['files'], 'files;', c['mode'], 'queue clamped:', c['maxqueue'] < 16, 'peak within it:', c['peakqueued'] <= c['maxqueue'])"
+  > print(r['format'], r['files'] > 20000, 'files;', c['mode'], 'queue clamped:', c['maxqueue'] < 16, 'peak within it:', c['peakqueued'] <= c['maxqueue'])"
   >   find limited-$format/.hg/store/data/many -type f | wc -l
   >   hg -R limited-$format log -r tip -T '{rev} {desc}\n'
   > done
   exit 0
-  v1 20303 files; background queue clamped: True peak within it: True
+  v1 True files; background queue clamped: True peak within it: True
   20000
   1 second revision
   exit 0
-  v2 20303 files; background queue clamped: True peak within it: True
+  v2 True files; background queue clamped: True peak within it: True
   20000
   1 second revision
 

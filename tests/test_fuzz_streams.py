@@ -200,7 +200,6 @@ def check_apply(world, fmt, how):
             assert (dothg / 'undo.desc').exists(), sorted(
                 left ^ world['pristine'])[:10]
             assert not (dothg / 'store' / 'journal').exists()
-            assert 'integrity check failed' in stderr or 'corrupt' in stderr, stderr
 
 
 def fuzz_settings():

@@ -31,8 +31,11 @@ its closes to one closer:
   to be closed (fewer if the process's descriptor limit is low);
 - a failed close is reported (``abort: error closing <file>: <reason>``) and
   the apply aborts, whichever thread the close ran on;
-- a failed apply removes the files it wrote to the store and the cache, so
-  that the repository is left as it was.
+- a failed or interrupted apply removes the files it wrote to the store
+  and the cache, so that the repository is left as it was;
+- a stream that does not hold what its header declares (cut short, an
+  unknown file source, counts that are not numbers) aborts with
+  ``abort: malformed stream clone data: ...``.
 
 Enable it with::
 

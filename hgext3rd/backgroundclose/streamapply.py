@@ -418,8 +418,11 @@ def consumer(fmt):
             session.undo()
             if isinstance(exc, closermod.FileError):
                 raise session.abort(exc) from exc
-            if isinstance(exc, ValueError):
-                # a NUL byte in a name, found by core's own file calls
+            if isinstance(exc, (ValueError, TypeError)):
+                # a NUL byte in a name, found by core's own file calls; or
+                # damage in the bundle2 container that Mercurial 6.5 chokes
+                # on (a negative payload chunk size: TypeError formatting
+                # its own message).  --traceback shows the original.
                 raise malformed.abort(
                     stringutil.forcebytestr(exc)
                 ) from exc
