@@ -192,9 +192,10 @@ def check_apply(world, fmt, how):
         dothg = sandbox / 'r' / '.hg'
         left = tree(dothg) - TRANSACTION_NOTES
         if left != world['pristine']:
-            # A stream carries no checksums: damage inside a revlog's data
-            # is applied like good data and only found when Mercurial reads
-            # it back after the transaction (warming caches, say).  Then
+            # A stream carries no checksums: damage inside a revlog's data,
+            # or a name swapped for another valid one, is applied like good
+            # data and only found when Mercurial reads it back after the
+            # transaction (warming caches, say).  Then
             # the whole stream was committed: no journal is left, the
             # transaction wrote its undo files.
             assert (dothg / 'undo.desc').exists(), sorted(

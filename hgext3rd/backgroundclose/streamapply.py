@@ -61,7 +61,6 @@ class ApplySession:
         ui = repo.ui
         self.ui = ui
         self._repo = repo
-        self._watched = set()
         self.format = fmt
         self.expectedbytes = expectedbytes
         self.reportstyle = settings.report(ui)
@@ -100,9 +99,15 @@ class ApplySession:
             self._rawfds.discard(target)
         closermod.close_target(target)
 
+    def take_back(self):
+        """after a failure, once no thread writes or closes any more: close
+        what an interrupt kept from the closer, remove what was written"""
+        self.release_descriptors()
+        self.undo()
+
     def release_descriptors(self):
         """close what write_files opened and an interrupt kept from the
-        closer; call once no thread writes or closes any more"""
+        closer"""
         for fd in list(self._rawfds):
             closermod.close_quietly(fd, self._close)
         opening = self._opening
@@ -160,8 +165,8 @@ class ApplySession:
         consumer returned: the abort callback takes the files back then.
         """
         tr = self._repo.currenttransaction()
-        if tr is not None and id(tr) not in self._watched:
-            self._watched.add(id(tr))
+        if tr is not None:
+            # one callback per category: registering again replaces it
             tr.addabort(b'backgroundclose-undo', lambda tr: self.undo())
 
     def check_complete(self):
@@ -227,22 +232,17 @@ class ApplySession:
         onmain = threading.current_thread() is threading.main_thread()
         for path, mode, data in info:
             self._opening = path
+            fd = None
             start = clock()
             try:
-                if mode is None:
-                    fd = os.open(path, _OPEN_FLAGS)
-                else:
-                    fd = os.open(path, _OPEN_FLAGS, mode)
-            except (OSError, ValueError) as exc:  # ValueError: a NUL byte
-                failure = closermod.FileError(path, exc, 'opening')
-                if onmain:
-                    raise failure from exc
-                closer.record(failure)
-                for _chunk in data:  # keep the stream in step
-                    pass
-                continue
-            rawfds.add(fd)
-            try:
+                try:
+                    if mode is None:
+                        fd = os.open(path, _OPEN_FLAGS)
+                    else:
+                        fd = os.open(path, _OPEN_FLAGS, mode)
+                except (OSError, ValueError) as exc:  # ValueError: NUL byte
+                    raise closermod.FileError(path, exc, 'opening') from exc
+                rawfds.add(fd)
                 openstat.add(clock() - start)
                 for chunk in data:
                     start = clock()
@@ -254,7 +254,8 @@ class ApplySession:
                         raise closermod.FileError(path, exc, 'writing') from exc
                     writestat.add(clock() - start, len(chunk))
             except closermod.FileError as failure:
-                closermod.close_quietly(fd, closefd)
+                if fd is not None:
+                    closermod.close_quietly(fd, closefd)
                 if onmain:
                     raise
                 closer.record(failure)
@@ -262,7 +263,8 @@ class ApplySession:
                     pass
                 continue
             except BaseException:
-                closermod.close_quietly(fd, closefd)
+                if fd is not None:
+                    closermod.close_quietly(fd, closefd)
                 raise
             try:
                 closer.close(fd, path)
@@ -337,8 +339,7 @@ class SessionCloser:
             # failing: take the files back now, inside the transaction, so
             # that its abort runs with the disk space they used
             self._session.closer.wait()
-            self._session.release_descriptors()
-            self._session.undo()
+            self._session.take_back()
         return False
 
     def close(self, fh):
@@ -414,8 +415,7 @@ def consumer(fmt):
         except BaseException as exc:
             # every file handed over is closed now (leaving the closer
             # joined its threads): take back what the failed apply wrote
-            session.release_descriptors()
-            session.undo()
+            session.take_back()
             if isinstance(exc, closermod.FileError):
                 raise session.abort(exc) from exc
             if isinstance(exc, (ValueError, TypeError)):
