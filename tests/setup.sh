@@ -31,3 +31,18 @@ makerepo() {
 freeport() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
+
+# asnew REPO: "REPO: as new" when REPO/.hg holds just what "hg init" makes,
+# else the difference.  .hg/journal.desc does not count: core's transaction
+# leaves it after any abort.  What "hg init" makes is listed once per test.
+PRISTINE_LIST="$(mktemp)"
+asnew() {
+  if [ ! -s "$PRISTINE_LIST" ]; then
+    _pristine="$(mktemp -d)"
+    hg init "$_pristine/repo"
+    (cd "$_pristine/repo/.hg" && find . | sort) > "$PRISTINE_LIST"
+    rm -rf "$_pristine"
+  fi
+  (cd "$1/.hg" && find . | grep -v '^./journal.desc$' | sort) |
+    diff -u "$PRISTINE_LIST" - && echo "$1: as new"
+}

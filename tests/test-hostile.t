@@ -8,8 +8,6 @@ repository plus whatever the test adds.
   $ makerepo src 300
   $ hg -R src debugcreatestreamclonebundle real.hg > /dev/null
   $ craft() { python3 "$TESTDIR/streamcraft.py" "$@"; }
-  $ hg init pristine
-  $ (cd pristine/.hg && find . | sort) > pristine.list
   $ outside() {
   >   # everything here but the store and cache of the repository "r", and
   >   # the descriptions core's transaction writes into .hg on every commit
@@ -24,9 +22,6 @@ repository plus whatever the test adds.
   >   echo "exit $?"
   >   outside | diff -u before.list - | grep '^[-+][^-+]' | sed 's/^/outside the store: /'
   >   true
-  > }
-  $ asnew() {
-  >   (cd r/.hg && find . | grep -v '^./journal.desc$' | sort) | diff -u pristine.list - > /dev/null && echo "as new"
   > }
 
 Hostile names
@@ -74,39 +69,39 @@ names outright (v2 and v3; v1 has no cache files):
   >   for name in '../escape' '../../hgrc' "$PWD/abs" 'x/../../hgrc' '.hg/hgrc'; do
   >     craft $format real.hg hostile.hg "c:$name"
   >     apply hostile.hg 2>&1 | sed "s|$PWD|\$PWD|"
-  >     asnew
+  >     asnew r
   >   done
   > done
   abort: path contains illegal component: ../escape
   exit 255
-  as new
+  r: as new
   abort: path contains illegal component: ../../hgrc
   exit 255
-  as new
+  r: as new
   abort: path contains illegal component: $PWD/abs
   exit 255
-  as new
+  r: as new
   abort: path contains illegal component: *../hgrc (glob)
   exit 255
-  as new
+  r: as new
   abort: path contains illegal component: .hg/hgrc
   exit 255
-  as new
+  r: as new
   abort: path contains illegal component: ../escape
   exit 255
-  as new
+  r: as new
   abort: path contains illegal component: ../../hgrc
   exit 255
-  as new
+  r: as new
   abort: path contains illegal component: $PWD/abs
   exit 255
-  as new
+  r: as new
   abort: path contains illegal component: x/../../hgrc
   exit 255
-  as new
+  r: as new
   abort: path contains illegal component: .hg/hgrc
   exit 255
-  as new
+  r: as new
 
 A NUL byte in a name: a clear abort naming the file (core: a ValueError
 traceback for v2 and v3).  Which call finds the NUL first depends on the
@@ -115,24 +110,24 @@ Mercurial release:
   $ for format in v1 v2 v3; do
   >   craft $format real.hg nul.hg 'data/a\0b.i'
   >   apply nul.hg
-  >   asnew
+  >   asnew r
   > done
   abort: unexpected response from remote server:
   'data/a\x00b.i\x001\n'
   exit 255
-  as new
+  r: as new
   abort: error opening data/a?x00b.i: *: embedded null character in path (glob)
   exit 255
-  as new
+  r: as new
   abort: error opening data/a?x00b.i: *: embedded null character in path (glob)
   exit 255
-  as new
+  r: as new
   $ craft v2 real.hg nul.hg 'c:a\0/b'
   $ apply nul.hg 2>&1 | grep -v '^(the bundle'
   abort: * embedded null character in path (glob)
   exit 255
-  $ asnew
-  as new
+  $ asnew r
+  r: as new
 
 The same name twice: the second copy is written over the first, as in core
 (the stream is applied in order; the pending close of the first copy does

@@ -18,12 +18,6 @@ files is still running then.
   >   SLOWCLOSE_US=3000 LD_PRELOAD="$SLOWCLOSE_SO" \
   >     python3 "$TESTDIR/interrupt.py" $sig $repo/.hg/store 200 -- "$@"
   > }
-  $ hg init pristine
-  $ (cd pristine/.hg && find . | sort) > pristine.list
-  $ asnew() {
-  >   (cd $1/.hg && find . | grep -v '^./journal.desc$' | sort) | diff -u pristine.list - && echo "$1: as new"
-  >   hg -R $1 verify -q
-  > }
 
 debugapplystreamclonebundle, v1 and v2, closing inline and on background
 threads:
@@ -36,6 +30,7 @@ threads:
   >       --config worker.backgroundclose=$closing \
   >       --config worker.backgroundcloseminfilecount=0
   >     asnew int-$format-$closing
+  >     hg -R int-$format-$closing verify -q
   >   done
   > done
   interrupted!
@@ -76,6 +71,7 @@ before):
   >   interrupt TERM term-$parallel -R term-$parallel -q unbundle v2.hg \
   >     --config worker.parallel-stream-bundle-processing=$parallel
   >   asnew term-$parallel
+  >   hg -R term-$parallel verify -q
   > done
   killed!
   exit 255

@@ -89,10 +89,8 @@ before the failure behind): each repository is again as a new one, verifies,
 and takes a good bundle afterwards.  (.hg/journal.desc, outside the store,
 is what core's transaction leaves behind after any abort.)
 
-  $ hg init pristine
-  $ (cd pristine/.hg && find . | sort) > pristine.list
   $ for repo in fail-v1 fail-v2 fail-inline fail-last fail-after-v1 fail-after-v2; do
-  >   (cd $repo/.hg && find . | grep -v '^./journal.desc$' | sort) | diff -u pristine.list - && echo "$repo: as new"
+  >   asnew $repo
   >   hg -R $repo verify -q
   > done
   fail-v1: as new
