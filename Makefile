@@ -23,7 +23,7 @@ UNSUPPORTED ?= 6.4.5
 
 .PHONY: all test unit cram demo shim venv clean test-matrix test-oldest \
 	test-unsupported soak \
-	bench bench-full bench-releases
+	bench bench-full bench-cg bench-releases
 
 all: test
 
@@ -99,6 +99,15 @@ bench-full: $(STAMP) $(SHIM)
 		--files 230000 --size-scale 8 --latencies 0,700 --no-references \
 		--operations v1-apply,v2-ssh --configs core,core-parallel,ext-adaptive \
 		--scaling 1000,10000,100000 --tmpfs-size 14g
+
+# changegroup application and working-copy update, 20,000 files: about 15
+# minutes
+bench-cg: $(STAMP) $(SHIM)
+	$(BIN)/pip install --quiet matplotlib
+	$(BIN)/python bench/run.py --hg $(BIN)/hg --shim $(SHIM) --name cg \
+		--files 20000 --latencies 0,700 --rounds 5 \
+		--operations cg-unbundle,update \
+		--configs core,core-bgclose,ext-adaptive,ext-forced --scaling ''
 
 # one row per release: hg clone --stream at 0 and 700 us, core and extension
 bench-releases: $(SHIM)

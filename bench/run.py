@@ -48,6 +48,8 @@ OPERATIONS = {
     'v2-ssh': 'hg clone -U --stream over ssh (v2)',
     'v2-http': 'hg clone -U --stream over http (v2)',
     'v2-unbundle': 'hg unbundle of a none-v2;stream=v2 bundle',
+    'cg-unbundle': 'hg unbundle of a zstd-v2 changegroup bundle (all revisions)',
+    'update': 'hg update from the null revision to tip (forked workers)',
 }
 
 REFERENCES = {
@@ -60,7 +62,11 @@ LATENCIES = ['0', '100', '700', '2000', 'tail']
 
 # combinations that would only measure core again: stream v1 has no
 # parallel writers
-NOT_APPLICABLE = {('v1-apply', 'core-parallel')}
+NOT_APPLICABLE = {
+    ('v1-apply', 'core-parallel'),
+    ('cg-unbundle', 'core-parallel'),
+    ('update', 'core-parallel'),
+}
 
 
 class Bench:
@@ -97,7 +103,17 @@ class Bench:
         self.hgrun('-R', src, 'debugcreatestreamclonebundle', src + '.v1.hg')
         self.hgrun('-R', src, 'bundle', '-q', '-a', '--type',
                    'none-v2;stream=v2', src + '.v2.hg')
+        self.hgrun('-R', src, 'bundle', '-q', '-a', '--type', 'zstd-v2',
+                   src + '.cg.hg')
         return src
+
+    def prepare_update(self, src):
+        # a repository with the whole store and an empty working copy,
+        # updated to tip and back to null by each run
+        repo = os.path.join(self.work, 'update')
+        if not os.path.exists(repo):
+            self.hgrun('clone', '-q', '-U', src, repo)
+        return repo
 
     def prepare_references(self, src):
         # the store as a tarball, and the tree as a git repository
@@ -140,6 +156,15 @@ class Bench:
         env = common.latency_env(self.env, self.shim, latency)
         extra = CONFIGS[config]
         hg = self.hg
+        if op == 'update':
+            repo = self.prepare_update(src)
+            self.hgrun('-R', repo, 'update', '-q', 'null')
+            cmd = [hg, '-R', repo] + extra + ['update', '-q', 'tip']
+            return common.timed(cmd, env)[:2]
+        if op == 'cg-unbundle':
+            self.hgrun('init', self.dest)
+            cmd = [hg, '-R', self.dest] + extra + ['unbundle', src + '.cg.hg']
+            return common.timed(cmd, env)[:2]
         if op in ('v1-apply', 'v2-unbundle'):
             self.hgrun('init', self.dest)
             if op == 'v1-apply':
@@ -366,7 +391,8 @@ def main(argv=None):
         # room on tmpfs for the scaling corpora
         shutil.rmtree(src + '.git', ignore_errors=True)
         shutil.rmtree(src, ignore_errors=True)
-        for leftover in ('.v1.hg', '.v2.hg', '.store.tar'):
+        shutil.rmtree(os.path.join(work, 'update'), ignore_errors=True)
+        for leftover in ('.v1.hg', '.v2.hg', '.cg.hg', '.store.tar'):
             if os.path.exists(src + leftover):
                 os.unlink(src + leftover)
         # scaling: time per file grows linearly with the file count

@@ -243,6 +243,20 @@ def test_adaptive_ignores_one_slow_close_among_cheap_ones():
     assert closer.threadcount == 0
 
 
+def test_adaptive_ignores_a_few_preempted_closes():
+    # a writer preempted for a time slice in the middle of a close: three
+    # closes of 5 ms among cheap ones, close together
+    clock = FakeClock()
+    close, closed = timed_files(
+        clock, lambda t: 5e-3 if t in (100, 101, 103) else 2e-6
+    )
+    with Closer(clock=clock, closefn=close, fdroom=None) as closer:
+        for target in range(1000):
+            closer.close(target)
+    assert closer.switches == 0
+    assert closer.threadcount == 0
+
+
 def test_adaptive_goes_background_when_closes_are_slow():
     clock = FakeClock()
     close, closed = timed_files(clock, lambda t: 700e-6)
@@ -395,3 +409,68 @@ def test_file_closed_once_when_interrupted_after_it_was_queued():
     # submitter that took it back
     assert sorted(files.closed) == list(range(len(files.closed)))
     assert files.open == 0
+
+
+def test_wait_for_waits_until_that_file_is_closed():
+    # a revlog reopened while its close is pending on a worker: wait_for()
+    # returns once that close is done, and does not wait for other names
+    release = threading.Event()
+    closed = []
+
+    def close(target):
+        if target == 'slow':
+            release.wait(10)
+        closed.append(target)
+
+    with Closer(
+        policy=closermod.BACKGROUND, closefn=close, fdroom=None,
+        tracknames=True,
+    ) as closer:
+        closer.close('slow', 'data/a.i')
+        closer.wait_for('data/b.i')  # nothing of that name: no wait
+        assert closed == []
+        timer = threading.Timer(0.05, release.set)
+        timer.start()
+        closer.wait_for('data/a.i')
+        assert closed == ['slow']
+        assert not closer.has_pending_any()
+        timer.join()
+
+
+def test_names_tracked_only_when_asked():
+    with Closer(policy=closermod.BACKGROUND, fdroom=None) as closer:
+        closer.close(os.open(os.devnull, os.O_RDONLY), 'x')
+        assert not closer.has_pending_any()
+        closer.wait_for('x')  # returns: nothing is tracked
+
+
+def test_settle_finishes_every_close_when_interrupted_while_joining():
+    # a rollback follows a failed changegroup step: whatever interrupts
+    # the wait, every file must be closed before settle() raises it
+    release = threading.Event()
+    closed = []
+
+    def close(target):
+        release.wait(10)
+        closed.append(target)
+
+    closer = Closer(policy=closermod.BACKGROUND, closefn=close, fdroom=None)
+    for target in range(8):
+        closer.close(target)
+    joins = []
+    original = threading.Thread.join
+
+    def interrupted_join(thread, timeout=None):
+        if not joins:
+            joins.append(thread)
+            release.set()
+            raise KeyboardInterrupt
+        return original(thread, timeout)
+
+    threading.Thread.join = interrupted_join
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            closer.settle()
+    finally:
+        threading.Thread.join = original
+    assert sorted(closed) == list(range(8))

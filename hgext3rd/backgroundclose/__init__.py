@@ -37,6 +37,25 @@ its closes to one closer:
   unknown file source, counts that are not numbers) aborts with
   ``abort: malformed stream clone data: ...``.
 
+The same closer serves the other two places that write many files:
+
+- changegroups (:hg:`unbundle`, :hg:`pull`, :hg:`clone` without
+  ``--stream``): the closes of the revlogs each changegroup writes.  These
+  files are reopened (appended to, split from inline into index and data,
+  read back, truncated by a rollback), so a file is flushed before its
+  close is handed over, and any open, rename or unlink of a file whose
+  close is still pending waits for it.  Every close is finished before the
+  changegroup's hooks run and before its transaction ends or rolls back;
+  a failed close aborts and names the file.  While closes are measured
+  cheap, most files are left to core untouched and only a sample is timed;
+- working-copy updates (:hg:`update`, and the update after :hg:`clone`):
+  the files core writes with background closing, in each of Mercurial's
+  forked update workers.  Each file is flushed before its close is handed
+  over, so that the size and time the dirstate records are final.
+
+``--debug`` prints a line per closer saying how many closes it handled and
+how many of them ran on threads.
+
 Enable it with::
 
   [extensions]
@@ -109,12 +128,12 @@ the added settings.
 """
 
 from mercurial import (
+    changegroup,
     cmdutil,
     commands,
     extensions,
     registrar,
     streamclone,
-    util,
     vfs as vfsmod,
 )
 
@@ -122,7 +141,9 @@ from . import (
     compat,
     debugapply,
     malformed,
+    revlogwrite,
     streamapply,
+    workingcopy,
 )
 
 __version__ = b'0.1.0'
@@ -147,17 +168,22 @@ def extsetup(ui):
             % ', '.join(missing).encode('ascii')
         )
         return
+    # the entry points; the seams inside a stream apply or a changegroup
+    # step are wrapped while it runs (seams.py)
     for fmt, name in compat.STREAM_CONSUMERS:
         extensions.wrapfunction(streamclone, name, streamapply.consumer(fmt))
-    if compat.HAS_WRITE_FILES:
-        extensions.wrapfunction(
-            streamclone, '_write_files', streamapply.write_files
-        )
+    extensions.wrapfunction(
+        changegroup, '_addchangegroupfiles', revlogwrite.step
+    )
+    for unpacker in compat.CHANGEGROUP_UNPACKERS:
+        extensions.wrapfunction(unpacker, '_unpackmanifests', revlogwrite.step)
+    # the stream apply's closer wraps the one of every other caller
+    extensions.wrapfunction(
+        vfsmod, 'backgroundfilecloser', workingcopy.backgroundfilecloser
+    )
     extensions.wrapfunction(
         vfsmod, 'backgroundfilecloser', streamapply.backgroundfilecloser
     )
-    extensions.wrapfunction(vfsmod.vfs, '__call__', streamapply.vfsopen)
-    extensions.wrapfunction(util, 'makedirs', streamapply.makedirs)
     extensions.wrapfunction(streamclone, '_makemap', malformed.makemap)
     handlers = compat.part_handlers()
     if b'stream2' in handlers:

@@ -16,7 +16,9 @@ pool of background threads (``background``), or measures how long closes
 take and decides while it runs (``adaptive``):
 
 - it starts inline, timing every close into a smoothed estimate (one slow
-  close among cheap ones does not move it much);
+  close among cheap ones does not move it much, and no close counts for
+  more than four times the threshold: a writer preempted in the middle of
+  a close is not a slow file system);
 - when the estimate exceeds ``threshold`` seconds, it switches to background
   closing;
 - in background mode, at every window of submissions it estimates how many
@@ -36,6 +38,13 @@ failed.  A close that fails on a background thread is re-raised, as a
 made the closer, on ``drain()`` or on leaving the ``with`` block; it is never
 lost.  Other threads that submit (the writer threads of a parallel stream
 apply) can ``record()`` their own failures to be raised the same way.
+
+Parked workers are woken once a few files wait (``BATCH``), or whenever a
+submitter waits for closes to finish.  A closer made with ``tracknames=True``
+knows which names are still pending: ``wait_for(name)`` returns once no file
+handed over under that name is open any more, for files that are reopened
+(revlogs).  ``settle()`` closes everything and joins the threads even if
+interrupted meanwhile, for paths that are already failing.
 """
 
 import collections
@@ -175,6 +184,10 @@ class Closer:
 
     # adaptive mode: weight of one close in the inline latency estimate
     SMOOTHING = 1.0 / 32
+    # files queued before a parked worker is woken up
+    BATCH = 4
+    # adaptive mode: most one close counts in the estimate, in thresholds
+    OUTLIER = 4
     # background mode: files between two inline probes, at first and at most
     PROBE_FIRST = 256
     PROBE_MOST = 16384
@@ -194,6 +207,7 @@ class Closer:
         clock=time.perf_counter,
         closefn=close_target,
         fdroom=descriptor_room,
+        tracknames=False,
     ):
         if policy not in POLICIES:
             raise ValueError('unknown policy %r' % (policy,))
@@ -231,6 +245,10 @@ class Closer:
         self._errors = []
         self._raised = 0  # how many of _errors were already raised
         self._owner = threading.get_ident()  # pending errors are raised here
+        # name -> files of that name handed over and not closed yet, for
+        # wait_for(); kept only when asked (revlog files are reopened, stream
+        # files are not)
+        self._queuednames = {} if tracknames else None
 
         self.background = policy == BACKGROUND
         self.switches = 0  # changes between inline and background
@@ -272,6 +290,11 @@ class Closer:
     def threadcount(self):
         """how many background threads were started"""
         return len(self._workers)
+
+    @property
+    def pending(self):
+        """how many files were handed over and are not closed yet"""
+        return self._pending
 
     @property
     def errors(self):
@@ -349,6 +372,7 @@ class Closer:
             if len(self._workers) < self.maxthreads:
                 # the pool is too small for this latency: grow it now
                 self._start_workers(1)
+            self._work.notify_all()
             self._roomwaiters += 1
             try:
                 self._room.wait()
@@ -356,12 +380,20 @@ class Closer:
                 self._roomwaiters -= 1
         self._items.append((target, name))
         self._pending += 1
+        queuednames = self._queuednames
+        if queuednames is not None and name is not None:
+            queuednames[name] = queuednames.get(name, 0) + 1
         if self._pending > self.peakpending:
             self.peakpending = self._pending
         # wake a parked worker only when the busy ones have more than one
-        # file each waiting: a worker that finds work when it finishes a
-        # close costs fewer GIL hand-offs than one woken up
-        if self._idle and len(self._items) > len(self._workers) - self._idle:
+        # file each waiting, and at least BATCH files wait: a worker that
+        # finds work when it finishes a close costs fewer GIL hand-offs
+        # than one woken up.  Whoever waits for closes wakes them all.
+        if (
+            self._idle
+            and len(self._items) >= self.BATCH
+            and len(self._items) > len(self._workers) - self._idle
+        ):
             self._work.notify()
         self._wincount += 1
         if self._wincount >= self.window:
@@ -378,7 +410,13 @@ class Closer:
     def _learn_inline(self, duration):
         # called by whichever thread closed inline; a race between two
         # writer threads here only blurs the estimate a little
-        self.estimate += (duration - self.estimate) * self.SMOOTHING
+        # a close is counted at most OUTLIER times the threshold: a thread
+        # preempted in the middle of one close (4 update workers on 2
+        # cores) would otherwise switch on its own, as 1/32 of a few
+        # milliseconds is above the threshold; a real latency still
+        # switches, after about ten closes
+        sample = min(duration, self.threshold * self.OUTLIER)
+        self.estimate += (sample - self.estimate) * self.SMOOTHING
         if self.estimate <= self.threshold:
             return
         with self._lock:
@@ -472,6 +510,13 @@ class Closer:
                 stat.add(duration)
                 lock.acquire()
                 self._pending -= 1
+                queuednames = self._queuednames
+                if queuednames is not None and name is not None:
+                    left = queuednames[name] - 1
+                    if left:
+                        queuednames[name] = left
+                    else:
+                        del queuednames[name]
                 if error is not None:
                     self._errors.append(error)
                 if self._roomwaiters:
@@ -495,11 +540,51 @@ class Closer:
         """wait until every file handed over is closed"""
         with self._lock:
             while self._pending:
+                self._work.notify_all()
                 self._roomwaiters += 1
                 try:
                     self._room.wait()
                 finally:
                     self._roomwaiters -= 1
+
+    def wait_for(self, name):
+        """wait until no file handed over under ``name`` is still open
+
+        Only for a closer made with ``tracknames=True``; the caller is the
+        thread that hands files of that name over, so none can be added
+        while it waits.
+        """
+        queuednames = self._queuednames
+        if not queuednames or name not in queuednames:
+            return
+        with self._lock:
+            while name in queuednames:
+                self._work.notify_all()
+                self._roomwaiters += 1
+                try:
+                    self._room.wait()
+                finally:
+                    self._roomwaiters -= 1
+
+    def has_pending_any(self):
+        """whether any file handed over under a name is not closed yet"""
+        return bool(self._queuednames)
+
+    def settle(self):
+        """close everything handed over and join the threads, even when
+        interrupted meanwhile: on a path that is already failing, whoever
+        cleans up next (a transaction rolling back) must find every file
+        closed.  The first interrupt is raised once all is closed."""
+        interrupted = None
+        while True:
+            try:
+                self.shutdown()
+                break
+            except BaseException as exc:  # KeyboardInterrupt, SystemExit
+                if interrupted is None:
+                    interrupted = exc
+        if interrupted is not None:
+            raise interrupted
 
     def drain(self):
         """wait until every file handed over is closed, then raise the first

@@ -11,6 +11,8 @@ Nothing else in the extension looks at Mercurial's version.
 
 from mercurial import (
     bundle2,
+    changegroup,
+    transaction,
     streamclone,
     util,
     vfs as vfsmod,
@@ -36,6 +38,18 @@ STREAM_CONSUMERS = tuple(
 HAS_WRITE_FILES = hasattr(streamclone, '_write_files')
 
 
+# The changegroup unpackers that define _unpackmanifests: cg3unpacker adds
+# tree manifests (one revlog per directory) after calling cg1unpacker's.
+CHANGEGROUP_UNPACKERS = tuple(
+    unpacker
+    for unpacker in (
+        getattr(changegroup, 'cg1unpacker', None),
+        getattr(changegroup, 'cg3unpacker', None),
+    )
+    if unpacker is not None and '_unpackmanifests' in vars(unpacker)
+)
+
+
 def missing_seams():
     """the names of the Mercurial internals the extension wraps and this
     Mercurial lacks; empty when the extension can work"""
@@ -48,9 +62,15 @@ def missing_seams():
         (vfsmod.vfs, '__call__'),
         (util, 'makedirs'),
         (streamclone, '_makemap'),
+        (changegroup, '_addchangegroupfiles'),
+        (vfsmod.abstractvfs, 'rename'),
+        (vfsmod.abstractvfs, 'unlinkpath'),
+        (transaction.transaction, 'addbackup'),
     ):
         if not hasattr(owner, name):
             missing.append('%s.%s' % (owner.__name__, name))
+    if not CHANGEGROUP_UNPACKERS:
+        missing.append('changegroup.cg1unpacker._unpackmanifests')
     return missing
 
 

@@ -31,15 +31,19 @@ import threading
 
 from mercurial.i18n import _
 from mercurial import (
-    error,
+    streamclone,
     util,
+    vfs as vfsmod,
 )
 from mercurial.utils import stringutil
 
 from . import (
     closer as closermod,
+    compat,
     malformed,
+    messages,
     report as reportmod,
+    seams,
     settings,
 )
 
@@ -185,14 +189,7 @@ class ApplySession:
 
     def abort(self, exc):
         """the error.Abort that stands for a FileError"""
-        return error.Abort(
-            _(b'error %s %s: %s')
-            % (
-                exc.action.encode('ascii'),
-                stringutil.escapestr(self.describe(exc.name)),
-                stringutil.forcebytestr(exc.reason),
-            )
-        )
+        return messages.file_abort(exc, self.describe(exc.name))
 
     def finish(self):
         """build the report, then print it or hand it to a collector"""
@@ -407,7 +404,7 @@ def consumer(fmt):
         session = ApplySession(repo, fmt, expectedcount, expectedbytes)
         _session = session
         try:
-            with session.closer:
+            with session.closer, seams.installed(_SESSION_SEAMS):
                 try:
                     result = orig(repo, fp, *args, **kwargs)
                 finally:
@@ -431,6 +428,11 @@ def consumer(fmt):
         return result
 
     return wrapper
+
+
+def active():
+    """whether a stream apply is in progress in this process"""
+    return _session is not None
 
 
 def backgroundfilecloser(orig, ui, expectedcount=-1):
@@ -491,6 +493,16 @@ def write_files(orig, info):
     if session is None:
         return orig(info)
     return session.write_files(info)
+
+
+# wrapped only while a stream apply runs (see seams.py)
+_SESSION_SEAMS = [
+    (vfsmod.vfs, '__call__', vfsopen),
+    (util, 'makedirs', makedirs),
+    (streamclone, '_write_files', write_files)
+    if compat.HAS_WRITE_FILES
+    else None,
+]
 
 
 class collecting:

@@ -1,0 +1,295 @@
+# revlogwrite.py - background closing of revlog files written by changegroups
+#
+# Copyright 2026 hg-backgroundclose contributors
+#
+# This software may be used and distributed according to the terms of the
+# GNU General Public License version 2 or any later version.
+"""The seams between the closer and changegroup application.
+
+``hg unbundle``, ``hg pull`` and ``hg clone`` without ``--stream`` apply
+changegroups: every file revlog of the changegroup is opened (``w+`` when
+new, ``r+`` to append), written and closed, all on the main thread.  While
+``changegroup._addchangegroupfiles`` (file revlogs) or ``_unpackmanifests``
+(manifests, one revlog per directory with tree manifests) runs, a
+``RevlogSession`` hands those closes to the extension's closer.
+
+Unlike stream files, revlog files are reopened: to append again, to read
+(``server.validate``), when an inline revlog grows too big and is split into
+index and data, by a rollback.  So, during a session:
+
+- a file is flushed on the main thread before its close is handed over: the
+  data is in the kernel before anything else runs, whichever thread closes;
+- every open through the store's vfs, and every rename or unlink through
+  any vfs, first waits until no close of that path is pending; a backup the
+  transaction takes (the copy before an inline split) waits for every
+  pending close;
+- the session ends with the function it wraps: every close is finished
+  before the caller goes on (hooks, the transaction's close or abort).  On
+  failure every close is finished too, even if interrupted meanwhile, so
+  that a rollback truncates closed files; close errors then stay behind the
+  first error.
+
+Opening itself is core's: path audit, store encoding, fncache registration
+and the transaction's journal are untouched.
+"""
+
+import os
+import threading
+
+from mercurial import (
+    transaction,
+    vfs as vfsmod,
+)
+
+from . import (
+    closer as closermod,
+    messages,
+    seams,
+    settings,
+    streamapply,
+)
+
+# the session in progress in this process, if any
+_session = None
+
+
+class RevlogSession:
+    """one changegroup step (file revlogs or manifests): one closer
+
+    When closes are cheap the closer closes inline, and what is left of
+    the session's cost is the wrapping itself: a few microseconds per
+    file, a few percent of an apply.  So while the closer closes inline,
+    has nothing pending and measures closes well below its threshold, the
+    session leaves the next ``SKIP`` opens to core untouched, then wraps
+    the files of the next ``SAMPLE`` closes again to measure anew.  A
+    file system that turns slow is noticed within one skip.
+    """
+
+    SAMPLE = 32
+    SKIP = 1024
+
+    def __init__(self, repo, expectedcount=-1):
+        self.closer = closermod.Closer(
+            expectedcount=expectedcount,
+            tracknames=True,
+            **settings.closer_options(repo.ui)
+        )
+        # revlogs open through repo.svfs, which encodes names and opens them
+        # through the store's raw vfs: the session watches that one, and
+        # names files as that vfs is given them (relative to the store)
+        self.rawvfs = repo.store.rawvfs
+        self._prefix = self.rawvfs.join(b'x')[:-1]
+        self.thread = threading.get_ident()
+        self.skipping = 0  # opens left to core before the next sample
+        self.skipped = 0
+        self._sampled = 0  # closes in the current sample
+
+    def closed_one(self):
+        """a file of the session was handed to the closer"""
+        self._sampled += 1
+        if self._sampled < self.SAMPLE:
+            return
+        self._sampled = 0
+        closer = self.closer
+        if (
+            closer.mode == closermod.INLINE
+            and not closer.pending
+            and closer.estimate < closer.threshold / 2
+        ):
+            self.skipping = self.SKIP
+            self.skipped += self.SKIP
+
+    def name_of(self, joined):
+        """the name of the store file at ``joined`` (as a vfs joined it),
+        or None outside the store"""
+        if joined and joined.startswith(self._prefix):
+            return joined[len(self._prefix) :]
+        return None
+
+    def wait_for(self, joined):
+        """wait until no close of the file at ``joined`` is pending"""
+        closer = self.closer
+        if closer.has_pending_any():
+            name = self.name_of(joined)
+            if name is not None:
+                closer.wait_for(name)
+
+    def summary(self):
+        """the debug line: what the closer did"""
+        return messages.closer_summary(
+            self.closer,
+            b'revlog',
+            b', %d opens left to core' % self.skipped,
+        )
+
+    def settle(self, failing):
+        """finish every close; raise a close failure unless ``failing``"""
+        if failing:
+            self.closer.settle()
+            return
+        try:
+            self.closer.drain()
+        finally:
+            self.closer.settle()
+
+
+class DeferredCloseFile:
+    """a revlog file opened for writing in a session: flushed on close, then
+    closed by the session's closer"""
+
+    def __init__(self, fp, session, path):
+        self._fp = fp
+        self._session = session
+        self._path = path
+        self._closed = False
+
+    def close(self):
+        if self._closed:
+            return
+        self._closed = True
+        fp = self._fp
+        try:
+            fp.flush()
+        except OSError as exc:
+            closermod.close_quietly(fp)
+            raise closermod.FileError(self._path, exc, 'writing') from exc
+        session = self._session
+        session.closer.close(fp, self._path)
+        session.closed_one()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc_value, exc_tb):
+        if exc_type is None:
+            self.close()
+        elif not self._closed:
+            # already failing: close here and let the first error win
+            self._closed = True
+            closermod.close_quietly(self._fp)
+        return False
+
+    def __getattr__(self, name):
+        value = getattr(self._fp, name)
+        if callable(value):
+            # revlogs call write, seek and tell many times: look each up
+            # once (the file object behind does not change)
+            setattr(self, name, value)
+        return value
+
+    def __iter__(self):
+        return iter(self._fp)
+
+
+def _active():
+    """the session, when the calling thread may use it"""
+    session = _session
+    if session is None or threading.get_ident() != session.thread:
+        return None
+    return session
+
+
+# wrappers -----------------------------------------------------------------
+
+
+def step(orig, *args, **kwargs):
+    """run a changegroup step (``_addchangegroupfiles``, ``_unpackmanifests``)
+    in a session"""
+    global _session
+    if (
+        _session is not None
+        or streamapply.active()  # it has a closer of its own
+        or threading.current_thread() is not threading.main_thread()
+    ):
+        return orig(*args, **kwargs)
+    repo = _repo_argument(args)
+    session = RevlogSession(repo, _expected_files(args, kwargs))
+    _session = session
+    failing = True
+    try:
+        with seams.installed(_SESSION_SEAMS):
+            result = orig(*args, **kwargs)
+        failing = False
+    except closermod.FileError as exc:
+        # closed inline, or raised on a later submission: name the file
+        raise messages.file_abort(exc, exc.name) from exc
+    finally:
+        try:
+            session.settle(failing)
+        except closermod.FileError as exc:
+            raise messages.file_abort(exc, exc.name) from exc
+        finally:
+            _session = None
+    repo.ui.debug(session.summary())
+    return result
+
+
+def _repo_argument(args):
+    # _addchangegroupfiles(repo, ...); unpacker._unpackmanifests(self, repo,
+    # ...)
+    first = args[0]
+    return first if hasattr(first, 'svfs') else args[1]
+
+
+def _expected_files(args, kwargs):
+    # _addchangegroupfiles(repo, source, revmap, trp, expectedfiles, ...)
+    expected = kwargs.get('expectedfiles')
+    if expected is None and len(args) > 4 and hasattr(args[0], 'svfs'):
+        expected = args[4]
+    return expected if isinstance(expected, int) else -1
+
+
+def vfsopen(orig, self, path, mode=b'rb', *args, **kwargs):
+    session = _session
+    if session is None:
+        return orig(self, path, mode, *args, **kwargs)
+    if session.skipping:
+        # closes are cheap and none is pending: leave it to core
+        session.skipping -= 1
+        return orig(self, path, mode, *args, **kwargs)
+    if self is not session.rawvfs or threading.get_ident() != session.thread:
+        return orig(self, path, mode, *args, **kwargs)
+    session.closer.wait_for(path)
+    fp = orig(self, path, mode, *args, **kwargs)
+    if (
+        mode in (b'r', b'rb')
+        or kwargs.get('atomictemp')  # its close renames: keep it here
+        or (args and args[0])  # atomictemp passed by position
+    ):
+        return fp
+    return DeferredCloseFile(fp, session, path)
+
+
+def pathop(orig, self, path=None, *args, **kwargs):
+    """unlink, tryunlink, unlinkpath: wait for a pending close first"""
+    session = _active()
+    if session is not None:
+        session.wait_for(self.join(path))
+    return orig(self, path, *args, **kwargs)
+
+
+def rename(orig, self, src, dst, *args, **kwargs):
+    session = _active()
+    if session is not None:
+        session.wait_for(self.join(src))
+        session.wait_for(self.join(dst))
+    return orig(self, src, dst, *args, **kwargs)
+
+
+def addbackup(orig, self, *args, **kwargs):
+    """the transaction copies the file without a vfs: close all first"""
+    session = _active()
+    if session is not None:
+        session.closer.wait()
+    return orig(self, *args, **kwargs)
+
+
+# wrapped only while a session runs (see seams.py)
+_SESSION_SEAMS = [
+    (vfsmod.vfs, '__call__', vfsopen),
+    (vfsmod.abstractvfs, 'unlink', pathop),
+    (vfsmod.abstractvfs, 'tryunlink', pathop),
+    (vfsmod.abstractvfs, 'unlinkpath', pathop),
+    (vfsmod.abstractvfs, 'rename', rename),
+    (transaction.transaction, 'addbackup', addbackup),
+]

@@ -1,0 +1,50 @@
+# seams.py - wrappers that are in place only while a session runs
+#
+# Copyright 2026 hg-backgroundclose contributors
+#
+# This software may be used and distributed according to the terms of the
+# GNU General Public License version 2 or any later version.
+"""Put wrappers around Mercurial functions for the length of a session.
+
+Opening a file, making a directory or renaming one happens tens of
+thousands of times in a changegroup apply or an update.  A wrapper that
+stays in place costs a call on each of them even when it has nothing to do,
+a few percent of an apply when closes are cheap.  The seams that only matter
+inside a stream apply or a changegroup step are therefore wrapped when the
+session begins and unwrapped when it ends; only the entry points (the
+stream consumers, the changegroup steps, ``vfs.backgroundfilecloser``) stay
+wrapped for the life of the process.
+
+Every wrapper still checks that its session is active: a wrapper another
+extension adds in the meantime keeps ours in its chain until it is removed.
+"""
+
+from mercurial import extensions
+
+
+class installed:
+    """``with installed(wrappers):`` wraps each ``(container, name,
+    wrapper)`` on entry and removes exactly those wrappers on exit"""
+
+    def __init__(self, wrappers):
+        self._wrappers = [w for w in wrappers if w is not None]
+        self._done = []
+
+    def __enter__(self):
+        try:
+            for container, name, wrapper in self._wrappers:
+                extensions.wrapfunction(container, name, wrapper)
+                self._done.append((container, name, wrapper))
+        except BaseException:
+            self._undo()
+            raise
+        return self
+
+    def __exit__(self, exc_type, exc_value, exc_tb):
+        self._undo()
+        return False
+
+    def _undo(self):
+        while self._done:
+            container, name, wrapper = self._done.pop()
+            extensions.unwrapfunction(container, name, wrapper)

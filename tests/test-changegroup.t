@@ -1,0 +1,174 @@
+Changegroups and working-copy updates under slow, failing closes
+================================================================
+
+hg unbundle, hg pull and hg clone without --stream write revlogs through
+changegroups: files are appended to, reopened, split from inline to index
+and data, and truncated again when the transaction rolls back.  With the
+extension their closes go to the closer; every case below runs with closes
+forced onto background threads, under random (heavy-tailed) or constant
+close latencies from the model in bench/slowclose.c, and ends in hg verify.
+
+  $ [ -n "$SLOWCLOSE_SO" ] && [ -f "$SLOWCLOSE_SO" ] || exit 80
+  $ . "$TESTDIR/setup.sh"
+  $ slow() { LD_PRELOAD="$SLOWCLOSE_SO" "$@"; }
+  $ cat >> .hgrc <<HGRC
+  > [worker]
+  > backgroundclose = yes
+  > backgroundcloseminfilecount = 0
+  > HGRC
+
+A history to apply: 300 files, then 24 changesets that each touch five of
+them and append 8 KB that does not compress to big.bin, whose revlog grows
+past the 128 KB an inline revlog may hold:
+
+  $ makerepo src 300
+  $ cd src
+  $ python3 - <<'EOF'
+  > import base64, random, subprocess
+  > rng = random.Random(1)
+  > files = sorted(subprocess.run(['hg', 'files'], capture_output=True,
+  >                               check=True).stdout.decode().splitlines())
+  > for i in range(24):
+  >     with open('big.bin', 'ab') as fp:
+  >         fp.write(base64.b64encode(rng.randbytes(6000)) + b'\n')
+  >     for name in rng.sample(files[:40], 5):
+  >         with open(name, 'a') as fp:
+  >             fp.write('change %d\n' % i)
+  >     subprocess.run(['hg', 'commit', '-qAm', 'change %d' % i], check=True)
+  > EOF
+  $ cd ..
+  $ hg -R src bundle -q -a all.hg
+  $ hg -R src bundle -q --base null -r 12 part1.hg
+  $ hg -R src bundle -q --base 12 -r tip part2.hg
+
+"store REPO" lists the store's files and their checksums (not the undo
+files a transaction leaves for hg rollback):
+
+  $ store() {
+  >   (cd "$1/.hg/store" && find . -type f ! -name 'undo*' | LC_ALL=C sort |
+  >    xargs -d '\n' md5sum)
+  > }
+  $ closedon() { grep -o 'revlog closes ([0-9]* on threads)' | sort | tail -1; }
+
+A whole bundle into an empty repository, under three different draws of
+random latencies (98% near 1 us, the rest 1 or 20 ms), all closes on
+background threads:
+
+  $ for seed in 1 2 3; do
+  >   hg init full-$seed
+  >   SLOWCLOSE_DIST=tail SLOWCLOSE_SEED=$seed slow hg -R full-$seed unbundle all.hg --debug | closedon
+  >   hg -R full-$seed verify -q
+  > done
+  revlog closes (302 on threads)
+  revlog closes (302 on threads)
+  revlog closes (302 on threads)
+
+Appending: the first half, then the second half into the same repository.
+The second half appends to revlogs written by the first, and big.bin's
+revlog is split from inline into index and data while the closes of the
+files before it are still pending:
+
+  $ hg init r
+  $ SLOWCLOSE_DIST=tail SLOWCLOSE_SEED=4 slow hg -R r unbundle -q part1.hg
+  $ ls r/.hg/store/data/big.bin.*
+  r/.hg/store/data/big.bin.i
+  $ hg -R r verify -q
+  $ store r > r.half
+  $ SLOWCLOSE_DIST=tail SLOWCLOSE_SEED=5 slow hg -R r unbundle part2.hg --debug | closedon
+  revlog closes (36 on threads)
+  $ ls r/.hg/store/data/big.bin.*
+  r/.hg/store/data/big.bin.d
+  r/.hg/store/data/big.bin.i
+  $ hg -R r verify -q
+  $ hg -R r log -r tip -T '{node}\n' > r.tip
+  $ hg -R src log -r tip -T '{node}\n' | diff r.tip - && echo same tip
+  same tip
+
+Rolling back truncates the appended revlogs and undoes the split; the store
+is byte for byte what the first half left:
+
+  $ hg -R r rollback
+  repository tip rolled back to revision 12 (undo unbundle)
+  $ store r | diff r.half - && echo as before
+  as before
+  $ hg -R r verify -q
+
+A hook that refuses the changegroup aborts the transaction after every
+close is done; its rollback leaves the store as it was:
+
+  $ SLOWCLOSE_US=300 slow hg -R r unbundle -q part2.hg --config hooks.pretxnchangegroup=false
+  transaction abort!
+  rollback completed
+  abort: pretxnchangegroup hook exited with status 1
+  [255]
+  $ store r | diff r.half - && echo as before
+  as before
+  $ hg -R r verify -q
+
+A close that fails, on a background thread or inline, names the file and
+aborts; the transaction rolls back, and the same bundle applies afterwards:
+
+  $ for policy in yes no; do
+  >   SLOWCLOSE_US=300 SLOWCLOSE_FAIL_NTH=20 slow hg -R r unbundle -q part2.hg --config worker.backgroundclose=$policy
+  >   echo "exit $?"
+  >   store r | diff r.half - && echo as before
+  >   hg -R r verify -q
+  > done
+  transaction abort!
+  rollback completed
+  abort: error closing data/*: Input/output error (glob)
+  exit 255
+  as before
+  transaction abort!
+  rollback completed
+  abort: error closing data/*: Input/output error (glob)
+  exit 255
+  as before
+  $ SLOWCLOSE_US=300 slow hg -R r unbundle -q part2.hg
+  $ hg -R r verify -q
+
+Pulling over ssh with server.validate, which reads back every file revlog
+the changegroup wrote, right after its close was handed over:
+
+  $ hg init p
+  $ SLOWCLOSE_US=300 slow hg -R p pull -q ssh://user@dummy/src --config server.validate=yes
+  $ hg -R p verify -q
+  $ hg -R p log -r tip -T '{rev}\n'
+  25
+
+Clone without --stream: the changegroup, then the working copy, written by
+Mercurial's forked update workers, each with its own closer (one debug line
+per worker):
+
+  $ SLOWCLOSE_DIST=tail SLOWCLOSE_SEED=6 slow hg clone --debug --config worker.numcpus=4 \
+  >   ssh://user@dummy/src c > clone.out
+  $ grep -c 'working-copy closes' clone.out
+  4
+  $ grep -o 'working-copy closes ([0-9]* on threads)' clone.out | grep -vc '(0 on'
+  4
+  $ grep 'files updated' clone.out
+  301 files updated, 0 files merged, 0 files removed, 0 files unresolved
+  $ hg -R c verify -q
+  $ hg -R c status
+  $ diff -r -x .hg src c && echo same tree
+  same tree
+
+Updating away and back, under constant 300 us closes:
+
+  $ hg -R c update -q null
+  $ SLOWCLOSE_US=300 slow hg -R c update --config worker.numcpus=4
+  301 files updated, 0 files merged, 0 files removed, 0 files unresolved
+  $ hg -R c status
+  $ diff -r -x .hg src c && echo same tree
+  same tree
+
+A close that fails in an update worker names the file and aborts:
+
+  $ hg -R c update -q null
+  $ SLOWCLOSE_US=300 SLOWCLOSE_FAIL_NTH=50 slow hg -R c update -q --config worker.numcpus=4
+  abort: error closing */c/*: Input/output error (glob)
+  [255]
+  $ hg -R c update -q -C tip
+  $ hg -R c status
+  $ diff -r -x .hg src c && echo same tree
+  same tree
