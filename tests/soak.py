@@ -7,15 +7,19 @@
 """usage: soak.py --hg HG --shim SLOWCLOSE_SO [--runs 50] [--seed N]
                  [--files 2000] [--peak-rss]
 
-Builds one repository, then applies its stream (v1 or v2 bundle, or a v2
-clone over ssh, chosen at random) RUNS times into fresh destinations, each
-time with a random close latency (constant or heavy-tailed), a random
-closing policy, and in about a third of the runs a close failure injected
-at a random file (EIO, ENOSPC or EDQUOT).  Checks after every run:
+Builds one repository of two revisions, then RUNS times, into fresh
+destinations, applies its stream (v1 or v2 bundle, or a v2 clone over ssh)
+or its changegroups (the whole bundle, or the second revision on top of the
+first), chosen at random, each time with a random close latency (constant
+or heavy-tailed), a random closing policy, and in about a third of the runs
+a close failure injected at a random file (EIO, ENOSPC or EDQUOT).  Checks
+after every run:
 
 - exit 0: ``hg verify`` passes and the log shows both revisions;
 - exit 255: a one-line ``abort: error closing``/``writing`` message, no
-  traceback, and the destination as ``hg init`` left it (a clone: gone).
+  traceback; a stream apply leaves the destination as ``hg init`` left it
+  (a clone: gone); a changegroup's transaction rolls back to the revisions
+  the repository had, which ``hg verify`` accepts.
 
 Exits 1 on the first run that breaks a rule, printing how to repeat it.
 With --peak-rss, also applies synthetic 20,000- and 200,000-file v2 bundles
@@ -73,12 +77,23 @@ def soak(args, work, env):
     run([hg, '-R', src, 'debugcreatestreamclonebundle', bundles['v1']], env)
     run([hg, '-R', src, 'bundle', '-q', '-a', '--type',
          'none-v2;stream=v2', bundles['v2']], env)
+    changegroups = {
+        'all': os.path.join(work, 'cg-all.hg'),
+        'first': os.path.join(work, 'cg-first.hg'),
+        'second': os.path.join(work, 'cg-second.hg'),
+    }
+    run([hg, '-R', src, 'bundle', '-q', '-a', '--type', 'zstd-v2',
+         changegroups['all']], env)
+    run([hg, '-R', src, 'bundle', '-q', '--base', 'null', '-r', '0',
+         changegroups['first']], env)
+    run([hg, '-R', src, 'bundle', '-q', '--base', '0', '-r', '1',
+         changegroups['second']], env)
     run([hg, 'init', os.path.join(work, 'pristine')], env)
     pristine = tree(os.path.join(work, 'pristine', '.hg'))
     rng = random.Random(args.seed)
     counts = {'ok': 0, 'failed': 0}
     for index in range(args.runs):
-        how = rng.choice(['v1', 'v2', 'clone'])
+        how = rng.choice(['v1', 'v2', 'clone', 'cg', 'cg-append'])
         latency = rng.choice(['0', '50', '300', '1000', 'tail'])
         policy = rng.choice(['adaptive', 'yes', 'no'])
         fail = rng.random() < 1 / 3
@@ -97,9 +112,19 @@ def soak(args, work, env):
         if policy != 'adaptive':
             config += ['--config', 'worker.backgroundclose=%s' % policy]
         dest = os.path.join(work, 'dest-%d' % index)
+        before = -1  # the tip a failed changegroup must leave
         if how == 'clone':
             cmd = [hg, 'clone', '-q', '-U', '--stream',
                    'ssh://user@dummy/' + src, dest]
+        elif how in ('cg', 'cg-append'):
+            run([hg, 'init', dest], env)
+            bundle = changegroups['all']
+            if how == 'cg-append':
+                run([hg, '-R', dest, 'unbundle', '-q', changegroups['first']],
+                    env)
+                bundle = changegroups['second']
+                before = 0
+            cmd = [hg, '-R', dest, '-q', 'unbundle', bundle]
         else:
             run([hg, 'init', dest], env)
             cmd = [hg, '-R', dest, '-q', 'debugapplystreamclonebundle',
@@ -116,13 +141,33 @@ def soak(args, work, env):
             verify = run([hg, '-R', dest, 'verify', '-q'], env)
             if verify.returncode != 0:
                 problems.append('verify failed: %s' % verify.stdout[-500:])
+            tip = run([hg, '-R', dest, 'log', '-r', 'tip', '-T', '{rev}'], env)
+            if tip.stdout != b'1':
+                problems.append('tip %s, not 1' % tip.stdout)
         elif result.returncode == 255:
             counts['failed'] += 1
-            if not stderr.startswith('abort: error '):
+            lines = stderr.splitlines()
+            if how in ('cg', 'cg-append'):
+                # core reports its rollback before the abort line
+                if lines[:2] == ['transaction abort!', 'rollback completed']:
+                    lines = lines[2:]
+            if len(lines) != 1 or not lines[0].startswith('abort: error '):
                 problems.append('unexpected message')
             if how == 'clone':
                 if os.path.exists(dest):
                     problems.append('failed clone left its destination')
+            elif how in ('cg', 'cg-append'):
+                # the transaction rolled back: what core leaves (empty
+                # directories, truncated files) must verify
+                verify = run([hg, '-R', dest, 'verify', '-q'], env)
+                tip = run([hg, '-R', dest, 'log', '-r', 'tip', '-T', '{rev}'],
+                          env)
+                if verify.returncode != 0:
+                    problems.append('verify failed after the rollback: %s'
+                                    % verify.stdout[-500:])
+                if tip.stdout != b'%d' % before:
+                    problems.append('tip %s after the rollback, not %d'
+                                    % (tip.stdout, before))
             elif tree(os.path.join(dest, '.hg')) != pristine:
                 problems.append('failed apply left files behind')
         else:
