@@ -203,6 +203,9 @@ def step(orig, *args, **kwargs):
     ):
         return orig(*args, **kwargs)
     repo = _repo_argument(args)
+    if getattr(getattr(repo, 'store', None), 'rawvfs', None) is None:
+        # not a local repository with a store of its own
+        return orig(*args, **kwargs)
     session = RevlogSession(repo, _expected_files(args, kwargs))
     _session = session
     failing = True
