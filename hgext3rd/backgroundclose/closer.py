@@ -44,7 +44,8 @@ submitter waits for closes to finish.  A closer made with ``tracknames=True``
 knows which names are still pending: ``wait_for(name)`` returns once no file
 handed over under that name is open any more, for files that are reopened
 (revlogs).  ``settle()`` closes everything and joins the threads even if
-interrupted meanwhile, for paths that are already failing.
+interrupted meanwhile, for paths that are already failing; ``finish()``
+does the same and, unless failing, raises the first error after.
 """
 
 import collections
@@ -168,6 +169,36 @@ def close_target(target):
         os.close(target)
     else:
         target.close()
+
+
+def flush_for_handover(fp, name):
+    """flush ``fp`` on the calling thread before its close is handed over,
+    so that its data is in the kernel whichever thread closes it; if that
+    fails, close it here and raise a FileError ('writing')"""
+    try:
+        fp.flush()
+    except OSError as exc:
+        close_quietly(fp)
+        raise FileError(name, exc, 'writing') from exc
+
+
+class HandedOverFile:
+    """a file object's wrapper whose ``close()`` hands the file over to a
+    closer; leaving a failing ``with`` block closes it here instead, so
+    that the first error wins.  Subclasses set ``_fp`` and ``_closed``."""
+
+    __slots__ = ()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc_value, exc_tb):
+        if exc_type is None:
+            self.close()
+        elif not self._closed:
+            self._closed = True
+            close_quietly(self._fp)
+        return False
 
 
 def close_quietly(target, closefn=close_target):
@@ -372,12 +403,7 @@ class Closer:
             if len(self._workers) < self.maxthreads:
                 # the pool is too small for this latency: grow it now
                 self._start_workers(1)
-            self._work.notify_all()
-            self._roomwaiters += 1
-            try:
-                self._room.wait()
-            finally:
-                self._roomwaiters -= 1
+            self._wait_for_a_close_locked()
         self._items.append((target, name))
         self._pending += 1
         queuednames = self._queuednames
@@ -406,6 +432,16 @@ class Closer:
             if self._probeat <= 0:
                 self._probeleft = self.PROBE_LENGTH
                 self._probesum = 0.0
+
+    def _wait_for_a_close_locked(self):
+        """with the lock held: wake the workers (parked ones wait for a
+        batch otherwise) and wait until one of them finishes a close"""
+        self._work.notify_all()
+        self._roomwaiters += 1
+        try:
+            self._room.wait()
+        finally:
+            self._roomwaiters -= 1
 
     def _learn_inline(self, duration):
         # called by whichever thread closed inline; a race between two
@@ -540,12 +576,7 @@ class Closer:
         """wait until every file handed over is closed"""
         with self._lock:
             while self._pending:
-                self._work.notify_all()
-                self._roomwaiters += 1
-                try:
-                    self._room.wait()
-                finally:
-                    self._roomwaiters -= 1
+                self._wait_for_a_close_locked()
 
     def wait_for(self, name):
         """wait until no file handed over under ``name`` is still open
@@ -559,12 +590,7 @@ class Closer:
             return
         with self._lock:
             while name in queuednames:
-                self._work.notify_all()
-                self._roomwaiters += 1
-                try:
-                    self._room.wait()
-                finally:
-                    self._roomwaiters -= 1
+                self._wait_for_a_close_locked()
 
     def has_pending_any(self):
         """whether any file handed over under a name is not closed yet"""
@@ -585,6 +611,18 @@ class Closer:
                     interrupted = exc
         if interrupted is not None:
             raise interrupted
+
+    def finish(self, failing=False):
+        """close everything and join the threads (even when interrupted,
+        see settle()); unless ``failing``, then raise the first error not
+        raised yet"""
+        if failing:
+            self.settle()
+            return
+        try:
+            self.drain()
+        finally:
+            self.settle()
 
     def drain(self):
         """wait until every file handed over is closed, then raise the first

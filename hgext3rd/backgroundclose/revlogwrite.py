@@ -122,18 +122,8 @@ class RevlogSession:
             b', %d opens left to core' % self.skipped,
         )
 
-    def settle(self, failing):
-        """finish every close; raise a close failure unless ``failing``"""
-        if failing:
-            self.closer.settle()
-            return
-        try:
-            self.closer.drain()
-        finally:
-            self.closer.settle()
 
-
-class DeferredCloseFile:
+class DeferredCloseFile(closermod.HandedOverFile):
     """a revlog file opened for writing in a session: flushed on close, then
     closed by the session's closer"""
 
@@ -147,27 +137,10 @@ class DeferredCloseFile:
         if self._closed:
             return
         self._closed = True
-        fp = self._fp
-        try:
-            fp.flush()
-        except OSError as exc:
-            closermod.close_quietly(fp)
-            raise closermod.FileError(self._path, exc, 'writing') from exc
+        closermod.flush_for_handover(self._fp, self._path)
         session = self._session
-        session.closer.close(fp, self._path)
+        session.closer.close(self._fp, self._path)
         session.closed_one()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc_value, exc_tb):
-        if exc_type is None:
-            self.close()
-        elif not self._closed:
-            # already failing: close here and let the first error win
-            self._closed = True
-            closermod.close_quietly(self._fp)
-        return False
 
     def __getattr__(self, name):
         value = getattr(self._fp, name)
@@ -210,19 +183,19 @@ def step(orig, *args, **kwargs):
     _session = session
     failing = True
     try:
-        with seams.installed(_SESSION_SEAMS):
-            result = orig(*args, **kwargs)
-        failing = False
-    except closermod.FileError as exc:
-        # closed inline, or raised on a later submission: name the file
-        raise messages.file_abort(exc, exc.name) from exc
-    finally:
         try:
-            session.settle(failing)
-        except closermod.FileError as exc:
-            raise messages.file_abort(exc, exc.name) from exc
+            with seams.installed(_SESSION_SEAMS):
+                result = orig(*args, **kwargs)
+            failing = False
         finally:
-            _session = None
+            try:
+                # on failure: every close done before the rollback
+                session.closer.finish(failing)
+            finally:
+                _session = None
+    except closermod.FileError as exc:
+        # closed inline, raised on a later submission, or by finish()
+        raise messages.file_abort(exc, exc.name) from exc
     repo.ui.debug(session.summary())
     return result
 

@@ -343,7 +343,7 @@ class SessionCloser:
         self._session.closer.close(fh, getattr(fh, 'name', None))
 
 
-class StreamedFile:
+class StreamedFile(closermod.HandedOverFile):
     """a file written by a stream apply: timed writes, closed by the
     session's closer"""
 
@@ -369,18 +369,6 @@ class StreamedFile:
         if not self._closed:
             self._closed = True
             self._closer.close(self._fp, self._path)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc_value, exc_tb):
-        if exc_type is None:
-            self.close()
-        elif not self._closed:
-            # already failing: close here and let the first error win
-            self._closed = True
-            closermod.close_quietly(self._fp)
-        return False
 
     def __getattr__(self, name):
         return getattr(self._fp, name)

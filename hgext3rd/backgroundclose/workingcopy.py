@@ -41,18 +41,14 @@ class WorkingCopyCloser:
         return self
 
     def __exit__(self, exc_type, exc_value, exc_tb):
-        closer = self.closer
-        if exc_type is not None:
-            # already failing: finish the closes, let the first error win
-            closer.settle()
-            return False
+        failing = exc_type is not None
         try:
-            closer.drain()
+            # failing: finish the closes, and let the first error win
+            self.closer.finish(failing)
         except closermod.FileError as exc:
             raise messages.file_abort(exc, exc.name) from exc
-        finally:
-            closer.settle()
-        self.ui.debug(messages.closer_summary(closer, b'working-copy'))
+        if not failing:
+            self.ui.debug(messages.closer_summary(self.closer, b'working-copy'))
         return False
 
     def close(self, fh):
@@ -60,13 +56,7 @@ class WorkingCopyCloser:
         calls this)"""
         name = getattr(fh, 'name', None)
         try:
-            fh.flush()
-        except OSError as exc:
-            closermod.close_quietly(fh)
-            raise messages.file_abort(
-                closermod.FileError(name, exc, 'writing'), name
-            ) from exc
-        try:
+            closermod.flush_for_handover(fh, name)
             self.closer.close(fh, name)
         except closermod.FileError as exc:
             raise messages.file_abort(exc, exc.name) from exc
