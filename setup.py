@@ -4,7 +4,22 @@
 #
 # This software may be used and distributed according to the terms of the
 # GNU General Public License version 2 or any later version.
-from setuptools import setup
+import os
+
+from setuptools import Extension, setup
+
+# The close lane is C so that its threads never take the GIL; where it cannot
+# be built (no compiler, not POSIX) the extension closes on Python threads
+# instead, so the build is optional.
+ext_modules = []
+if os.name == 'posix':
+    ext_modules.append(
+        Extension(
+            'hgext3rd.backgroundclose._closelane',
+            ['hgext3rd/backgroundclose/_closelane.c'],
+            optional=True,
+        )
+    )
 
 setup(
     name='hg-backgroundclose',
@@ -19,6 +34,7 @@ setup(
     # Mercurial itself is not required here, like hg-evolve does: the
     # extension runs inside whatever Mercurial the user already has (6.5+)
     packages=['hgext3rd', 'hgext3rd.backgroundclose'],
+    ext_modules=ext_modules,
     python_requires='>=3.8',
     classifiers=[
         'Environment :: Plugins',

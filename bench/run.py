@@ -41,6 +41,8 @@ CONFIGS = {
     ],
     'ext-adaptive': [],
     'ext-forced': ['--config', 'worker.backgroundclose=yes'],
+    # the extension without its C close threads: what Python threads cost
+    'ext-python': ['--config', 'worker.backgroundclosenative=no'],
 }
 
 OPERATIONS = {

@@ -45,17 +45,20 @@ past the 128 KB an inline revlog may hold:
 files a transaction leaves for hg rollback, nor empty files (core before
 Mercurial 7.0 leaves an empty data file behind when it rolls back an inline
 split).  "ondebug" reads the debug line of the file revlogs' closer and
-says whether every close ran on a background thread:
+says whether every close ran on a background thread, and on which kind:
+the C lane's ("native", where it is built: make checks that it is) or
+Python's:
 
   $ store() {
   >   (cd "$1/.hg/store" && find . -type f ! -name 'undo*' ! -empty |
   >    LC_ALL=C sort | xargs -d '\n' md5sum)
   > }
   $ ondebug() {
-  >   sed -n 's/^backgroundclose: \([0-9]*\) revlog closes (\([0-9]*\) on threads).*/\1 \2/p' |
-  >   tail -1 | while read closes threaded; do
+  >   sed -n 's/^backgroundclose: \([0-9]*\) revlog closes (\([0-9]*\) on threads), [a-z]* mode, [0-9]*\( native\)\{0,1\} threads.*/\1 \2 \3/p' |
+  >   tail -1 | while read closes threaded native; do
   >     [ "$closes" -gt 30 ] && [ "$closes" = "$threaded" ] &&
-  >       echo "every close on threads" || echo "$threaded of $closes closes on threads"
+  >       echo "every close on ${native:-python} threads" ||
+  >       echo "$threaded of $closes closes on threads"
   >   done
   > }
 
@@ -68,9 +71,24 @@ background threads:
   >   SLOWCLOSE_DIST=tail SLOWCLOSE_SEED=$seed slow hg -R full-$seed unbundle all.hg --debug | ondebug
   >   hg -R full-$seed verify -q
   > done
-  every close on threads
-  every close on threads
-  every close on threads
+  every close on native threads
+  every close on native threads
+  every close on native threads
+
+The same on Python threads, where the C lane is not built or is turned
+off; the store is the same (the fncache lists the same names, in the order
+of a Python set):
+
+  $ hg init full-python
+  $ SLOWCLOSE_DIST=tail SLOWCLOSE_SEED=1 slow hg -R full-python unbundle all.hg --debug \
+  >   --config worker.backgroundclosenative=no | ondebug
+  every close on python threads
+  $ hg -R full-python verify -q
+  $ store full-1 | grep -v ' ./fncache$' > full-1.sum
+  $ store full-python | grep -v ' ./fncache$' | diff full-1.sum - && echo same store
+  same store
+  $ sort full-python/.hg/store/fncache | diff - <(sort full-1/.hg/store/fncache) && echo same fncache
+  same fncache
 
 Appending: the first half, then the second half into the same repository.
 The second half appends to revlogs written by the first, and big.bin's
@@ -84,7 +102,7 @@ files before it are still pending:
   $ hg -R r verify -q
   $ store r > r.half
   $ SLOWCLOSE_DIST=tail SLOWCLOSE_SEED=5 slow hg -R r unbundle part2.hg --debug | ondebug
-  every close on threads
+  every close on native threads
   $ ls r/.hg/store/data/big.bin.*
   r/.hg/store/data/big.bin.d
   r/.hg/store/data/big.bin.i
@@ -113,6 +131,18 @@ close is done; its rollback leaves the store as it was:
   $ store r | diff r.half - && echo as before
   as before
   $ hg -R r verify -q
+
+A bad setting aborts before any revlog is written, and the transaction
+rolls back:
+
+  $ hg -R r unbundle -q part2.hg --config worker.backgroundclosenative=sometimes
+  transaction abort!
+  rollback completed
+  abort: worker.backgroundclosenative is not a boolean ('sometimes')
+  (see "hg help -e backgroundclose")
+  [255]
+  $ store r | diff r.half - && echo as before
+  as before
 
 A close that fails, on a background thread or inline, names the file and
 aborts; the transaction rolls back, and the same bundle applies afterwards:

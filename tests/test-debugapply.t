@@ -160,6 +160,10 @@ Settings are checked before anything is written:
   abort: worker.backgroundclose is not a boolean ('maybe')
   (see "hg help -e backgroundclose")
   [255]
+  $ hg -R rc debugapplystreamclonebundle v2.hg --config worker.backgroundclosenative=sometimes
+  abort: worker.backgroundclosenative is not a boolean ('sometimes')
+  (see "hg help -e backgroundclose")
+  [255]
   $ hg -R rc debugapplystreamclonebundle v2.hg --config worker.backgroundclosereport=yaml
   abort: worker.backgroundclosereport must be a boolean or "json", not yaml
   [255]

@@ -18,9 +18,10 @@ Every setting is documented:
   $ for setting in backgroundclose backgroundclosethreadcount \
   >     backgroundclosemaxqueue backgroundcloseminfilecount \
   >     backgroundclosemaxthreadcount backgroundclosethreshold \
-  >     backgroundclosereport; do
+  >     backgroundclosenative backgroundclosereport; do
   >   hg help -e backgroundclose | grep -c "^\"$setting\"\$"
   > done
+  1
   1
   1
   1

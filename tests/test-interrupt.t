@@ -116,20 +116,32 @@ Each interrupted repository takes the bundle afterwards:
   term-yes: 1
 
 Changegroups: SIGINT during hg unbundle of a changegroup bundle, closing
-inline and on background threads, and SIGTERM with the adaptive closer.
+inline, on the C lane's background threads and on Python's, and SIGTERM
+with the adaptive closer.
 Every close is finished before core's transaction rolls back, so the
 rollback finds closed files: the repository verifies, holds no revision,
 and takes the bundle afterwards:
 
   $ hg -R src bundle -q -a --type zstd-v2 cg.hg
-  $ for closing in no yes; do
+  $ for closing in no yes yes-python; do
+  >   native=yes; [ $closing = yes-python ] && native=no
   >   hg init cg-$closing
   >   interrupt INT cg-$closing -R cg-$closing -q unbundle cg.hg \
-  >     --config worker.backgroundclose=$closing \
+  >     --config worker.backgroundclose=${closing%-python} \
+  >     --config worker.backgroundclosenative=$native \
   >     --config worker.backgroundcloseminfilecount=0
   >   hg -R cg-$closing verify -q
   >   hg -R cg-$closing log -r tip -T '{rev}\n'
   > done
+  transaction abort!
+  rollback completed
+  interrupted!
+  exit 255
+  signalled while running: True
+  stopped writing at the signal: True
+  threads as before: True
+  descriptors as before: True
+  -1
   transaction abort!
   rollback completed
   interrupted!
@@ -159,9 +171,10 @@ and takes the bundle afterwards:
   threads as before: True
   descriptors as before: True
   $ hg -R cg-term verify -q
-  $ for repo in cg-no cg-yes cg-term; do
+  $ for repo in cg-no cg-yes cg-yes-python cg-term; do
   >   hg -R $repo -q unbundle cg.hg && hg -R $repo verify -q && echo "$repo: $(hg -R $repo log -r tip -T '{rev}')"
   > done
   cg-no: 1
   cg-yes: 1
+  cg-yes-python: 1
   cg-term: 1

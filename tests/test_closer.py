@@ -474,3 +474,28 @@ def test_settle_finishes_every_close_when_interrupted_while_joining():
     finally:
         threading.Thread.join = original
     assert sorted(closed) == list(range(8))
+
+
+def test_native_falls_back_to_python_threads_without_the_c_lane(
+    tmp_path, monkeypatch
+):
+    # where _closelane.c was not built (not POSIX, no compiler), a closer
+    # asked for the lane closes on Python threads, and still forgets each
+    # descriptor it closes from the submitter's owned set
+    monkeypatch.setattr(closermod, '_closelane', None)
+    assert not closermod.native_available()
+    fds = [
+        os.open(str(tmp_path / ('f%d' % i)), os.O_WRONLY | os.O_CREAT)
+        for i in range(20)
+    ]
+    owned = set(fds)
+    with Closer(policy=closermod.BACKGROUND, native=True, owned=owned,
+                fdroom=None) as closer:
+        assert not closer.native
+        for fd in fds:
+            closer.close(fd, 'f')
+    assert closer.stats()['close-background'].count == 20
+    assert owned == set()
+    for fd in fds:
+        with pytest.raises(OSError):
+            os.fstat(fd)

@@ -117,6 +117,17 @@ The extension adds:
   few closes timed inline now and then take less than half of it.
   (default: 30)
 
+``backgroundclosenative``
+  Close the revlogs a changegroup writes, and the files of stream v2
+  applies (Mercurial 7.0 and later), on threads written in C, which never
+  wait for Python's global lock.  A Python thread takes
+  that lock back after every close, and at a few hundred microseconds per
+  close those hand-offs cost the writing thread more than they save.
+  Where the C part could not be built (no compiler when installing, or
+  not a POSIX system), or with ``false``, Python threads close them.
+  Working-copy files and the files of other stream formats are always
+  closed on Python threads. (default: true)
+
 ``backgroundclosereport``
   Print the timing report after every stream apply: ``true`` for the table,
   ``json`` for JSON, ``false`` for never.  Unset, the table is printed in
@@ -157,6 +168,7 @@ configitem = registrar.configitem(configtable)
 configitem(b'worker', b'backgroundclosemaxthreadcount', default=64)
 configitem(b'worker', b'backgroundclosethreshold', default=30)
 configitem(b'worker', b'backgroundclosereport', default=None)
+configitem(b'worker', b'backgroundclosenative', default=True)
 
 
 def extsetup(ui):

@@ -46,6 +46,16 @@ handed over under that name is open any more, for files that are reopened
 (revlogs).  ``settle()`` closes everything and joins the threads even if
 interrupted meanwhile, for paths that are already failing; ``finish()``
 does the same and, unless failing, raises the first error after.
+
+Where the C module ``_closelane`` is built (POSIX), a closer made with
+``native=True`` hands integer descriptors to a ``_closelane.Lane`` instead:
+the same policies and sizing, but the queue and the threads are C, and the
+threads never take the GIL (a Python worker takes it back after every close,
+which costs the writer a GIL hand-off per file).  File objects given to such
+a closer are closed inline.  A submitter that keeps a set of the descriptors
+it owns passes it as ``owned``: a descriptor leaves that set in the same
+step as it is handed over or closed, so that cleanup after an interrupt
+closes every descriptor exactly once.
 """
 
 import collections
@@ -54,13 +64,29 @@ import os
 import threading
 import time
 
+try:
+    # built from _closelane.c where possible (see setup.py)
+    from . import _closelane
+except ImportError:
+    _closelane = None
+
 INLINE = 'inline'
 BACKGROUND = 'background'
 ADAPTIVE = 'adaptive'
 POLICIES = (INLINE, BACKGROUND, ADAPTIVE)
 
+# what _submit_to_lane() did with a descriptor
+_HANDED = 'handed'
+_PROBE = 'probe'
+_INLINE = 'inline'
+
 # descriptors kept free for everything else the process does
 _FD_RESERVE = 32
+
+
+def native_available():
+    """whether descriptors can be closed on threads that never take the GIL"""
+    return _closelane is not None
 
 
 class FileError(Exception):
@@ -239,6 +265,8 @@ class Closer:
         closefn=close_target,
         fdroom=descriptor_room,
         tracknames=False,
+        native=False,
+        owned=None,
     ):
         if policy not in POLICIES:
             raise ValueError('unknown policy %r' % (policy,))
@@ -262,7 +290,11 @@ class Closer:
         self.threshold = threshold
         self.window = window
         self._clock = clock
-        self._closefn = closefn
+        self._owned = owned
+        if owned is not None:
+            self._closefn = self._owned_closer(closefn, owned)
+        else:
+            self._closefn = closefn
 
         self._lock = threading.Lock()
         self._work = threading.Condition(self._lock)  # workers wait for items
@@ -280,10 +312,25 @@ class Closer:
         # wait_for(); kept only when asked (revlog files are reopened, stream
         # files are not)
         self._queuednames = {} if tracknames else None
+        # native: the C lane, and for wait_for() each name's latest token
+        # (the lane records it as it takes the descriptor)
+        self._lane = None
+        self._latesttokens = None
+        self._lanefailures = 0  # how many of the lane's failures are known
+        self._lanethreads = 0  # most lane threads running at once
+        if native and _closelane is not None:
+            self._latesttokens = {} if tracknames else None
+            self._lane = _closelane.Lane(
+                maxqueue,
+                self.maxthreads,
+                self.BATCH,
+                owned,
+                self._latesttokens,
+            )
 
         self.background = policy == BACKGROUND
         self.switches = 0  # changes between inline and background
-        self.peakpending = 0
+        self._peakpending = 0
         # adaptive, inline: smoothed close time measured on the submitters
         self.estimate = 0.0
         # background: close latency measured without background threads in
@@ -305,12 +352,43 @@ class Closer:
         if self.background:
             self._start_workers(threads)
 
+    @staticmethod
+    def _owned_closer(closefn, owned):
+        native = None
+        if _closelane is not None and closefn is close_target:
+            # forgets and closes in one step: an interrupt in between would
+            # leave it forgotten and open
+            native = _closelane.close_owned
+
+        def close_owned(target):
+            if type(target) is int:
+                if native is not None:
+                    native(target, owned)
+                    return
+                # forget it first: once closed, its number may be reused
+                owned.discard(target)
+            closefn(target)
+
+        return close_owned
+
     # statistics ---------------------------------------------------------
 
     def stats(self):
         """merged statistics: ``close`` (time submitters spent closing or
         waiting) and ``close-background`` (time spent on worker threads)"""
-        return self._book.merged()
+        merged = self._book.merged()
+        lane = self._lane
+        if lane is not None and lane.closed:
+            native = merged['close-background']
+            native.count += lane.closed
+            native.seconds += lane.seconds
+            native.max = max(native.max, lane.maxseconds)
+        return merged
+
+    @property
+    def native(self):
+        """whether descriptors are closed on threads without the GIL"""
+        return self._lane is not None
 
     @property
     def mode(self):
@@ -320,15 +398,31 @@ class Closer:
     @property
     def threadcount(self):
         """how many background threads were started"""
-        return len(self._workers)
+        return max(len(self._workers), self._lanethreads)
+
+    def _running(self):
+        lane = self._lane
+        return len(self._workers) if lane is None else lane.threads
+
+    def _queued(self):
+        lane = self._lane
+        return len(self._items) if lane is None else lane.queued
 
     @property
     def pending(self):
         """how many files were handed over and are not closed yet"""
-        return self._pending
+        lane = self._lane
+        return self._pending if lane is None else lane.pending
+
+    @property
+    def peakpending(self):
+        """the most files handed over and not closed at once"""
+        lane = self._lane
+        return self._peakpending if lane is None else lane.peak
 
     @property
     def errors(self):
+        self._collect_lane_failures()
         return list(self._errors)
 
     # submission ---------------------------------------------------------
@@ -342,6 +436,9 @@ class Closer:
         failure is raised (on the owner thread only).
         """
         self._submit(target, name)
+        lane = self._lane
+        if lane is not None and lane.failed != self._lanefailures:
+            self._collect_lane_failures()
         if (
             self._raised < len(self._errors)
             and threading.get_ident() == self._owner
@@ -354,7 +451,15 @@ class Closer:
         start = clock()
         probing = False
         # after shutdown() nobody is left to close it later: close it here
-        if self.background and not self._stopping:
+        if self.background and not self._stopping and self._lane is not None:
+            # a file object is closed inline: the lane closes descriptors
+            if type(target) is int:
+                outcome = self._submit_to_lane(target, name)
+                if outcome is _HANDED:
+                    stat.add(clock() - start)
+                    return
+                probing = outcome is _PROBE
+        elif self.background and not self._stopping:
             handed = False
             try:
                 with self._lock:
@@ -398,6 +503,29 @@ class Closer:
         elif self.policy == ADAPTIVE and not self._stopping:
             self._learn_inline(duration)
 
+    def _submit_to_lane(self, fd, name):
+        """hand ``fd`` to the C lane, unless it is to be closed inline:
+        _HANDED, _PROBE (time it inline for a probe) or _INLINE.  If this
+        raises, ``fd`` was either handed over or is still the caller's (and
+        in ``owned``): never closed twice."""
+        with self._lock:
+            if self._probeleft:
+                self._probeleft -= 1
+                return _PROBE
+            self._account_locked()
+        lane = self._lane
+        if lane.pending >= self.maxqueue and lane.threads < self.maxthreads:
+            # the pool is too small for this latency: grow it now
+            self._start_workers(1)
+        try:
+            # waits for room without the GIL; queues and drops fd from
+            # owned in one step, or raises having done neither
+            lane.submit(fd, name)
+        except RuntimeError:
+            # the lane stopped meanwhile (shutdown on another thread)
+            return _INLINE
+        return _HANDED
+
     def _enqueue_locked(self, target, name):
         while self._pending >= self.maxqueue:
             if len(self._workers) < self.maxthreads:
@@ -409,8 +537,8 @@ class Closer:
         queuednames = self._queuednames
         if queuednames is not None and name is not None:
             queuednames[name] = queuednames.get(name, 0) + 1
-        if self._pending > self.peakpending:
-            self.peakpending = self._pending
+        if self._pending > self._peakpending:
+            self._peakpending = self._pending
         # wake a parked worker only when the busy ones have more than one
         # file each waiting, and at least BATCH files wait: a worker that
         # finds work when it finishes a close costs fewer GIL hand-offs
@@ -421,6 +549,11 @@ class Closer:
             and len(self._items) > len(self._workers) - self._idle
         ):
             self._work.notify()
+        self._account_locked()
+
+    def _account_locked(self):
+        """count a submission: size the pool at every window, and count
+        down to the next probe"""
         self._wincount += 1
         if self._wincount >= self.window:
             now = self._clock()
@@ -465,8 +598,9 @@ class Closer:
             # size the pool from the close just measured: the smoothed
             # estimate lags far behind a latency that is high from the start
             self.latency = max(self.latency, duration)
-            if len(self._workers) < self.threads:
-                self._start_workers(self.threads - len(self._workers))
+            running = self._running()
+            if running < self.threads:
+                self._start_workers(self.threads - running)
             self._wincount = 0
             self._winstart = self._clock()
 
@@ -495,16 +629,22 @@ class Closer:
             interval = 1e-6
         # a quarter more than the steady state needs, for jitter
         need = math.ceil(self.latency / interval * 1.25) + 1
-        if len(self._items) > self.maxqueue // 2:
+        running = self._running()
+        if self._queued() > self.maxqueue // 2:
             # the workers fall behind all the same: one more
-            need = max(need, len(self._workers) + 1)
+            need = max(need, running + 1)
         need = min(need, self.maxthreads)
-        if need > len(self._workers):
-            self._start_workers(need - len(self._workers))
+        if need > running:
+            self._start_workers(need - running)
 
     # workers ------------------------------------------------------------
 
     def _start_workers(self, count):
+        lane = self._lane
+        if lane is not None:
+            running = lane.start(min(lane.threads + count, self.maxthreads))
+            self._lanethreads = max(self._lanethreads, running)
+            return
         for _ in range(count):
             if len(self._workers) >= self.maxthreads:
                 return
@@ -567,6 +707,34 @@ class Closer:
         with self._lock:
             self._errors.append(error)
 
+    def open_owned(self, path, flags, mode=0o666):
+        """``os.open(path, flags, mode)``, the descriptor not inheritable,
+        added to ``owned`` in the same step where the C lane is built"""
+        owned = self._owned
+        nul = b'\0' if isinstance(path, bytes) else '\0'
+        # a name with a NUL byte: os.open() raises its own ValueError
+        if _closelane is not None and nul not in path:
+            return _closelane.open_owned(path, flags, mode, owned)
+        fd = os.open(path, flags, mode)
+        owned.add(fd)
+        return fd
+
+    def close_quietly(self, target):
+        """close ``target`` here, on a path that is already failing (and
+        drop it from ``owned``)"""
+        close_quietly(target, self._closefn)
+
+    def _collect_lane_failures(self):
+        """turn the closes the lane saw fail into errors to raise"""
+        lane = self._lane
+        if lane is None or lane.failed == self._lanefailures:
+            return
+        with self._lock:
+            for name, errno in lane.failures(self._lanefailures):
+                exc = OSError(errno, os.strerror(errno))
+                self._errors.append(FileError(name, exc))
+                self._lanefailures += 1
+
     def _raise_pending(self):
         error = self._errors[self._raised]
         self._raised = len(self._errors)
@@ -574,6 +742,13 @@ class Closer:
 
     def wait(self):
         """wait until every file handed over is closed"""
+        lane = self._lane
+        if lane is not None:
+            # closes handed to the lane (interruptible) and objects closed
+            # inline: nothing else is pending
+            lane.wait()
+            self._collect_lane_failures()
+            return
         with self._lock:
             while self._pending:
                 self._wait_for_a_close_locked()
@@ -585,6 +760,17 @@ class Closer:
         thread that hands files of that name over, so none can be added
         while it waits.
         """
+        latest = self._latesttokens
+        if latest is not None:
+            token = latest.get(name)
+            if token is None:
+                return
+            # every descriptor handed over up to the name's latest: a few
+            # more than needed at most, as the lane's queue is a FIFO
+            self._lane.wait(token)
+            if latest.get(name) == token:
+                del latest[name]
+            return
         queuednames = self._queuednames
         if not queuednames or name not in queuednames:
             return
@@ -593,7 +779,10 @@ class Closer:
                 self._wait_for_a_close_locked()
 
     def has_pending_any(self):
-        """whether any file handed over under a name is not closed yet"""
+        """whether any file handed over under a name may not be closed yet"""
+        lane = self._lane
+        if lane is not None:
+            return bool(self._latesttokens) and lane.pending > 0
         return bool(self._queuednames)
 
     def settle(self):
@@ -638,6 +827,10 @@ class Closer:
             self._work.notify_all()
         for worker in self._workers:
             worker.join()
+        lane = self._lane
+        if lane is not None:
+            lane.stop()  # interruptible; stops nothing if interrupted
+            self._collect_lane_failures()
 
     def __enter__(self):
         return self

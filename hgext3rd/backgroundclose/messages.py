@@ -33,7 +33,7 @@ def closer_summary(closer, what, extra=b''):
     stats = closer.stats()
     line = (
         b'backgroundclose: %d %s closes (%d on threads), %s mode, '
-        b'%d threads, %d switches%s\n'
+        b'%d%s threads, %d switches%s\n'
     )
     return line % (
         stats['close'].count,
@@ -41,6 +41,7 @@ def closer_summary(closer, what, extra=b''):
         stats['close-background'].count,
         closer.mode.encode('ascii'),
         closer.threadcount,
+        b' native' if closer.native and closer.threadcount else b'',
         closer.switches,
         extra,
     )

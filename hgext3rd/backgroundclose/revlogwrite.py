@@ -31,13 +31,25 @@ index and data, by a rollback.  So, during a session:
 
 Opening itself is core's: path audit, store encoding, fncache registration
 and the transaction's journal are untouched.
+
+Where the closer has the C lane (``closer.native``), the lane closes
+descriptors, not file objects: while the store's vfs opens a revlog for
+writing, ``util.posixfile`` opens the descriptor with ``os.open`` and wraps
+it in a file object that does not own it (``closefd=False``), with the
+path as its name.  Everything before and after (nlink checks, parent
+directories, file modes) is still the vfs's.  The session keeps the set of
+such descriptors not handed over yet: the lane takes a descriptor out of it
+in the same step as it takes it, and whatever is left after a failure is
+closed here, once.
 """
 
 import os
 import threading
 
 from mercurial import (
+    pycompat,
     transaction,
+    util,
     vfs as vfsmod,
 )
 
@@ -69,11 +81,19 @@ class RevlogSession:
     SKIP = 1024
 
     def __init__(self, repo, expectedcount=-1):
+        # descriptors opened for the lane and not handed over yet
+        self.rawfds = set()
         self.closer = closermod.Closer(
             expectedcount=expectedcount,
             tracknames=True,
+            native=settings.native(repo.ui),
+            owned=self.rawfds,
             **settings.closer_options(repo.ui)
         )
+        # set while the store's vfs opens a revlog for writing: posixfile()
+        # then opens a descriptor for the lane
+        self.rawopening = False
+        self.opened = None  # (file object, descriptor) of the last one
         # revlogs open through repo.svfs, which encodes names and opens them
         # through the store's raw vfs: the session watches that one, and
         # names files as that vfs is given them (relative to the store)
@@ -114,6 +134,12 @@ class RevlogSession:
             if name is not None:
                 closer.wait_for(name)
 
+    def close_leftovers(self):
+        """after a failure, once every close handed over is done: close the
+        descriptors an interrupt kept from the closer"""
+        for fd in list(self.rawfds):
+            self.closer.close_quietly(fd)
+
     def summary(self):
         """the debug line: what the closer did"""
         return messages.closer_summary(
@@ -125,22 +151,59 @@ class RevlogSession:
 
 class DeferredCloseFile(closermod.HandedOverFile):
     """a revlog file opened for writing in a session: flushed on close, then
-    closed by the session's closer"""
+    closed by the session's closer
 
-    def __init__(self, fp, session, path):
+    With ``fd``, ``fp`` does not own its descriptor (see the module doc):
+    closing ``fp`` flushes it, and the descriptor goes to the closer."""
+
+    def __init__(self, fp, session, path, fd=None):
         self._fp = fp
         self._session = session
         self._path = path
+        self._fd = fd
         self._closed = False
 
     def close(self):
         if self._closed:
             return
         self._closed = True
-        closermod.flush_for_handover(self._fp, self._path)
-        session = self._session
-        session.closer.close(self._fp, self._path)
-        session.closed_one()
+        fp = self._fp
+        closer = self._session.closer
+        fd = self._fd
+        if fd is None:
+            closermod.flush_for_handover(fp, self._path)
+            closer.close(fp, self._path)
+        else:
+            try:
+                closermod.flush_for_handover(fp, self._path)
+                fp.close()  # flushed already: only marks it closed
+            except BaseException:
+                closer.close_quietly(fd)
+                raise
+            closer.close(fd, self._path)
+        self._session.closed_one()
+
+    def __exit__(self, exc_type, exc_value, exc_tb):
+        if exc_type is not None and not self._closed and self._fd is not None:
+            self._closed = True
+            closermod.close_quietly(self._fp)
+            self._session.closer.close_quietly(self._fd)
+            return False
+        return super().__exit__(exc_type, exc_value, exc_tb)
+
+    def __del__(self):
+        # core leaves a file to the garbage collector now and then; ours
+        # does not own its descriptor, so close it here, unless the session
+        # did after a failure (then it is not in rawfds any more)
+        fd = getattr(self, '_fd', None)  # None if __init__ did not run
+        try:
+            session = self._session
+            if fd is not None and not self._closed and fd in session.rawfds:
+                self._closed = True
+                closermod.close_quietly(self._fp)
+                session.closer.close_quietly(fd)
+        except Exception:  # at interpreter exit, modules may be gone
+            pass
 
     def __getattr__(self, name):
         value = getattr(self._fp, name)
@@ -180,17 +243,24 @@ def step(orig, *args, **kwargs):
         # not a local repository with a store of its own
         return orig(*args, **kwargs)
     session = RevlogSession(repo, _expected_files(args, kwargs))
+    wrappers = list(_SESSION_SEAMS)
+    if session.closer.native:
+        wrappers.append((util, 'posixfile', posixfile))
     _session = session
     failing = True
     try:
         try:
-            with seams.installed(_SESSION_SEAMS):
+            with seams.installed(wrappers):
                 result = orig(*args, **kwargs)
             failing = False
         finally:
             try:
                 # on failure: every close done before the rollback
-                session.closer.finish(failing)
+                try:
+                    session.closer.finish(failing)
+                finally:
+                    if failing:
+                        session.close_leftovers()
             finally:
                 _session = None
     except closermod.FileError as exc:
@@ -225,15 +295,61 @@ def vfsopen(orig, self, path, mode=b'rb', *args, **kwargs):
         return orig(self, path, mode, *args, **kwargs)
     if self is not session.rawvfs or threading.get_ident() != session.thread:
         return orig(self, path, mode, *args, **kwargs)
-    session.closer.wait_for(path)
-    fp = orig(self, path, mode, *args, **kwargs)
+    closer = session.closer
+    closer.wait_for(path)
     if (
         mode in (b'r', b'rb')
         or kwargs.get('atomictemp')  # its close renames: keep it here
         or (args and args[0])  # atomictemp passed by position
     ):
-        return fp
-    return DeferredCloseFile(fp, session, path)
+        return orig(self, path, mode, *args, **kwargs)
+    if not closer.native or kwargs.get('checkambig'):
+        # checkambig: core's wrapper stats the file by name as it closes
+        return DeferredCloseFile(
+            orig(self, path, mode, *args, **kwargs), session, path
+        )
+    session.rawopening = True
+    try:
+        fp = orig(self, path, mode, *args, **kwargs)
+    finally:
+        session.rawopening = False
+    opened = session.opened
+    session.opened = None
+    if opened is None or opened[0] is not fp:
+        return DeferredCloseFile(fp, session, path)  # a file object of core's
+    return DeferredCloseFile(fp, session, path, opened[1])
+
+
+# what posixfile() opens for the lane: the flags of Python's open() modes
+_RAW_FLAGS = {
+    b'w': os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+    b'w+': os.O_RDWR | os.O_CREAT | os.O_TRUNC,
+    b'a': os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+    b'a+': os.O_RDWR | os.O_CREAT | os.O_APPEND,
+    b'r+': os.O_RDWR,
+}
+
+
+def posixfile(orig, name, mode=b'r', buffering=-1, *args, **kwargs):
+    """during vfsopen() of a revlog for writing: a file object over a
+    descriptor the session's closer will close"""
+    session = _session
+    if session is None or not session.rawopening or args or kwargs:
+        return orig(name, mode, buffering, *args, **kwargs)
+    flags = _RAW_FLAGS.get(mode.replace(b'b', b''))
+    if flags is None:
+        return orig(name, mode, buffering)
+    # like open(): mode 0o666 less the umask, not inherited by children;
+    # the descriptor goes into rawfds in the same step
+    fd = session.closer.open_owned(name, flags)
+    try:
+        fp = open(fd, pycompat.sysstr(mode), buffering, closefd=False)
+        fp.raw.name = name  # what open(name) would say
+    except BaseException:
+        session.closer.close_quietly(fd)
+        raise
+    session.opened = (fp, fd)
+    return fp
 
 
 def pathop(orig, self, path=None, *args, **kwargs):

@@ -79,6 +79,12 @@ def closer_options(ui):
     }
 
 
+def native(ui):
+    """whether ``worker.backgroundclosenative`` lets descriptors be closed
+    on the C lane's threads (where it is built)"""
+    return bool(_read(ui.configbool, b'backgroundclosenative'))
+
+
 def report(ui):
     """how to print the timing report after a stream apply
 
@@ -102,4 +108,5 @@ def report(ui):
 def validate(ui):
     """check every setting now, so that a typo aborts before any write"""
     closer_options(ui)
+    native(ui)
     report(ui)

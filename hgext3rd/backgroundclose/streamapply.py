@@ -74,7 +74,14 @@ class ApplySession:
         self._opening = None  # the last file write_files began to open
         self.closer = closermod.Closer(
             expectedcount=expectedcount,
-            closefn=self._close,
+            # the C lane closes descriptors: only write_files hands those
+            # over; the vfs files of the other formats go to Python threads
+            native=(
+                settings.native(ui)
+                and fmt == b'v2'
+                and compat.HAS_WRITE_FILES
+            ),
+            owned=self._rawfds,
             **settings.closer_options(ui)
         )
         self.book = closermod.StatsBook(reportmod.OPERATIONS)
@@ -97,12 +104,6 @@ class ApplySession:
         )
         self.start = util.timer()
 
-    def _close(self, target):
-        if type(target) is int:
-            # forget it first: once closed, its number may be reused
-            self._rawfds.discard(target)
-        closermod.close_target(target)
-
     def take_back(self):
         """after a failure, once no thread writes or closes any more: close
         what an interrupt kept from the closer, remove what was written"""
@@ -113,7 +114,7 @@ class ApplySession:
         """close what write_files opened and an interrupt kept from the
         closer"""
         for fd in list(self._rawfds):
-            closermod.close_quietly(fd, self._close)
+            self.closer.close_quietly(fd)
         opening = self._opening
         if opening is not None:
             # a signal raised as os.open() returns loses the new descriptor
@@ -220,8 +221,6 @@ class ApplySession:
         openstat = table['open']
         writestat = table['write']
         closer = self.closer
-        rawfds = self._rawfds
-        closefd = self._close
         clock = util.timer
         write = os.write
         # a writer thread of a parallel apply keeps its failures for the
@@ -233,13 +232,13 @@ class ApplySession:
             start = clock()
             try:
                 try:
-                    if mode is None:
-                        fd = os.open(path, _OPEN_FLAGS)
-                    else:
-                        fd = os.open(path, _OPEN_FLAGS, mode)
+                    # into rawfds in the same step where the C lane is
+                    # built; os.open's default mode when the stream has none
+                    fd = closer.open_owned(
+                        path, _OPEN_FLAGS, 0o777 if mode is None else mode
+                    )
                 except (OSError, ValueError) as exc:  # ValueError: NUL byte
                     raise closermod.FileError(path, exc, 'opening') from exc
-                rawfds.add(fd)
                 openstat.add(clock() - start)
                 for chunk in data:
                     start = clock()
@@ -252,7 +251,7 @@ class ApplySession:
                     writestat.add(clock() - start, len(chunk))
             except closermod.FileError as failure:
                 if fd is not None:
-                    closermod.close_quietly(fd, closefd)
+                    closer.close_quietly(fd)
                 if onmain:
                     raise
                 closer.record(failure)
@@ -261,7 +260,7 @@ class ApplySession:
                 continue
             except BaseException:
                 if fd is not None:
-                    closermod.close_quietly(fd, closefd)
+                    closer.close_quietly(fd)
                 raise
             try:
                 closer.close(fd, path)

@@ -1,0 +1,330 @@
+# test_closelane.py - unit tests of the C lane and the closer over it
+#
+# Copyright 2026 hg-backgroundclose contributors
+#
+# This software may be used and distributed according to the terms of the
+# GNU General Public License version 2 or any later version.
+"""The closer with ``native=True``: real descriptors closed on C threads.
+
+Slow closes come from the close-latency shim (``SLOWCLOSE_SO``, built by
+``make``), loaded into a child Python: the lane calls the C library's
+close(), which the shim delays for files opened for writing.
+"""
+
+import errno
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
+
+from hgext3rd.backgroundclose import closer as closermod  # noqa: E402
+
+Closer = closermod.Closer
+
+# make test sets this where the lane must have been built (POSIX with a
+# compiler): a lane that silently failed to build would otherwise only
+# show up as skips
+if os.environ.get('BACKGROUNDCLOSE_REQUIRE_NATIVE') and os.name == 'posix':
+    assert closermod.native_available(), '_closelane.c was not built'
+
+pytestmark = pytest.mark.skipif(
+    not closermod.native_available(),
+    reason='the C lane is not built here (not POSIX, or no compiler when '
+    'installing); test_closer.py covers the Python threads',
+)
+
+SHIM = os.environ.get('SLOWCLOSE_SO')
+needs_shim = pytest.mark.skipif(
+    not (SHIM and os.path.isfile(SHIM)),
+    reason='SLOWCLOSE_SO (the close-latency shim) is not built; make sets it',
+)
+
+WRITE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+
+
+def is_open(fd):
+    try:
+        os.fstat(fd)
+    except OSError as exc:
+        assert exc.errno == errno.EBADF
+        return False
+    return True
+
+
+def open_files(tmp_path, count, prefix='f'):
+    fds = []
+    for i in range(count):
+        fd = os.open(str(tmp_path / ('%s%d' % (prefix, i))), WRITE, 0o644)
+        os.write(fd, b'data %d' % i)
+        fds.append(fd)
+    return fds
+
+
+@pytest.mark.parametrize('policy', closermod.POLICIES)
+def test_every_descriptor_closed_once(tmp_path, policy):
+    fds = open_files(tmp_path, 300)
+    owned = set(fds)
+    closer = Closer(policy=policy, minfilecount=0, native=True, owned=owned)
+    assert closer.native
+    with closer:
+        for i, fd in enumerate(fds):
+            closer.close(fd, 'f%d' % i)
+    # a second close of any of them would have failed with EBADF
+    assert closer.errors == []
+    assert not any(is_open(fd) for fd in fds)
+    assert owned == set()
+    stats = closer.stats()
+    assert stats['close'].count == 300
+    if policy == closermod.BACKGROUND:
+        assert stats['close-background'].count == 300
+        assert closer.threadcount >= 1
+    assert (tmp_path / 'f299').read_bytes() == b'data 299'
+
+
+def test_failed_close_raised_with_its_name():
+    # a number no file has: close() fails with EBADF on a lane thread
+    bogus = 1 << 20
+    assert not is_open(bogus)
+    closer = Closer(policy=closermod.BACKGROUND, native=True)
+    with pytest.raises(closermod.FileError) as caught:
+        with closer:
+            closer.close(bogus, 'data/ghost.i')
+    assert caught.value.name == 'data/ghost.i'
+    assert caught.value.error.errno == errno.EBADF
+    assert 'data/ghost.i' in str(caught.value)
+
+
+def test_file_objects_closed_inline(tmp_path):
+    fp = open(tmp_path / 'obj', 'wb')
+    with Closer(policy=closermod.BACKGROUND, native=True) as closer:
+        closer.close(fp, 'obj')
+        assert fp.closed
+    assert closer.stats()['close-background'].count == 0
+
+
+def test_descriptor_closed_here_after_shutdown(tmp_path):
+    (fd,) = open_files(tmp_path, 1)
+    owned = {fd}
+    closer = Closer(policy=closermod.BACKGROUND, native=True, owned=owned)
+    closer.shutdown()
+    closer.close(fd, 'late')
+    assert not is_open(fd)
+    assert owned == set()
+
+
+def test_lane_refuses_when_stopped_and_leaves_the_descriptor(tmp_path):
+    (fd,) = open_files(tmp_path, 1)
+    owned = {fd}
+    names = {}
+    lane = closermod._closelane.Lane(4, 2, owned=owned, names=names)
+    with pytest.raises(RuntimeError):
+        lane.submit(fd, b'x')  # no thread yet
+    lane.start(1)
+    lane.stop()
+    with pytest.raises(RuntimeError):
+        lane.submit(fd, b'x')
+    assert owned == {fd} and names == {} and is_open(fd)
+    os.close(fd)
+
+
+def test_lane_records_names_and_owned_in_the_same_step(tmp_path):
+    fds = open_files(tmp_path, 3)
+    owned = set(fds)
+    names = {}
+    lane = closermod._closelane.Lane(8, 2, owned=owned, names=names)
+    lane.start(2)
+    lane.submit(fds[0], b'a')
+    lane.submit(fds[1], b'b')
+    lane.submit(fds[2], b'a')
+    assert names == {b'a': 2, b'b': 1}
+    assert owned == set()
+    assert lane.lasttoken == 2
+    lane.stop()
+    assert lane.closed == 3 and lane.pending == 0 and lane.threads == 0
+    assert not any(is_open(fd) for fd in fds)
+
+
+def test_lane_unusable_in_a_forked_child():
+    lane = closermod._closelane.Lane(4, 1)
+    lane.start(1)
+    pid = os.fork()
+    if pid == 0:  # the child: its copy has no threads
+        try:
+            lane.submit(0)
+        except RuntimeError:
+            os._exit(0)
+        os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    lane.stop()
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+@pytest.mark.parametrize('native', [True, False], ids=['lane', 'python'])
+def test_interrupts_never_close_a_descriptor_twice(tmp_path, native):
+    # a timer fires every 150 us; when it finds the submitter running the
+    # closer's code, it raises KeyboardInterrupt there, between any two
+    # bytecodes.  (Not inside threading's Condition: CPython cannot be
+    # interrupted safely there, and an interrupt is raised once.)  The
+    # submitter goes on with the next file (to land in as many places as
+    # possible) and at the end closes what is still in owned, as a session
+    # cleans up.  A descriptor closed twice fails with EBADF, on a lane
+    # thread or here.
+    fds = open_files(tmp_path, 3000)
+    owned = set(fds)
+    closer = Closer(
+        policy=closermod.BACKGROUND, native=native, owned=owned, maxqueue=8,
+        threads=2,
+    )
+    inside = os.path.normcase(closermod.__file__)
+    interrupts = []
+
+    def interrupt(signum, frame):
+        if os.path.normcase(frame.f_code.co_filename) == inside:
+            interrupts.append(frame.f_code.co_name)
+            raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.00015, 0.00015)
+        for i, fd in enumerate(fds):
+            try:
+                closer.close(fd, 'f%d' % i)
+            except KeyboardInterrupt:
+                pass
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    closer.settle()
+    left = len(owned)
+    for fd in list(owned):
+        os.close(fd)  # raises EBADF if the closer closed it too
+    assert len(interrupts) > 10, 'too few interrupts to prove anything'
+    assert closer.errors == []
+    assert not any(is_open(fd) for fd in fds)
+    # interrupted before the hand-over: some stayed the submitter's
+    assert left <= len(interrupts)
+
+
+def run_with_shim(code, latency_us, **shimenv):
+    env = dict(os.environ, LD_PRELOAD=SHIM, SLOWCLOSE_US=str(latency_us))
+    env.update(shimenv)
+    env['PYTHONPATH'] = os.path.join(os.path.dirname(__file__), '..')
+    result = subprocess.run(
+        [sys.executable, '-c', textwrap.dedent(code)],
+        env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+@needs_shim
+def test_wait_for_waits_for_that_name_only(tmp_path):
+    # 300 ms per close: a.i is still open when wait_for('b.i') returns only
+    # if wait_for does not wait for everything; and it is closed when
+    # wait_for('a.i') returns only if it waits at all
+    out = run_with_shim(
+        '''
+        import os
+        from hgext3rd.backgroundclose import closer as closermod
+        def is_open(fd):
+            try:
+                os.fstat(fd)
+                return True
+            except OSError:
+                return False
+        flags = os.O_WRONLY | os.O_CREAT
+        closer = closermod.Closer(policy='background', native=True,
+                                  tracknames=True, threads=1, maxthreads=1)
+        a = os.open(%r, flags)
+        closer.close(a, 'a.i')
+        closer.wait_for('b.i')
+        print('after b.i, a.i open:', is_open(a))
+        closer.wait_for('a.i')
+        print('after a.i, a.i open:', is_open(a))
+        print('pending:', closer.pending)
+        closer.finish()
+        '''
+        % str(tmp_path / 'a.i'),
+        300000,
+    )
+    assert out.splitlines() == [
+        'after b.i, a.i open: True',
+        'after a.i, a.i open: False',
+        'pending: 0',
+    ]
+
+
+@needs_shim
+def test_slow_closes_fail_on_lane_threads_and_are_raised(tmp_path):
+    # the shim fails the close of f7 (after closing it): the error comes
+    # back from a lane thread with the file's name, raised on a later
+    # submission or at the end; every file handed over is closed
+    out = run_with_shim(
+        '''
+        import os
+        from hgext3rd.backgroundclose import closer as closermod
+        closer = closermod.Closer(policy='background', native=True)
+        names, fds = [], []
+        try:
+            with closer:
+                for i in range(40):
+                    fd = os.open(os.path.join(%r, 'f%%d' %% i),
+                                 os.O_WRONLY | os.O_CREAT)
+                    fds.append(fd)
+                    closer.close(fd, 'f%%d' %% i)
+        except closermod.FileError as exc:
+            names.append((exc.name, exc.error.errno))
+        closed = closer.stats()['close-background'].count
+        print(names, closed == len(fds))
+        for fd in fds:
+            try:
+                os.fstat(fd)
+                print('still open:', fd)
+            except OSError:
+                pass
+        '''
+        % str(tmp_path),
+        2000,
+        SLOWCLOSE_FAIL_MATCH='/f7',
+    ).strip()
+    assert out == "[('f7', %d)] True" % errno.EIO
+
+
+@needs_shim
+def test_submitter_does_not_hold_the_gil_while_waiting_for_room(tmp_path):
+    # a full lane (capacity 1, 100 ms per close): the submitter waits for
+    # room; another Python thread must run meanwhile
+    out = run_with_shim(
+        '''
+        import os, threading, time
+        from hgext3rd.backgroundclose import closer as closermod
+        ticks = []
+        stop = threading.Event()
+        def ticker():
+            while not stop.is_set():
+                ticks.append(1)
+                time.sleep(0.005)
+        closer = closermod.Closer(policy='background', native=True,
+                                  maxqueue=1, threads=1, maxthreads=1)
+        t = threading.Thread(target=ticker)
+        t.start()
+        with closer:
+            for i in range(4):
+                fd = os.open(os.path.join(%r, 'f%%d' %% i),
+                             os.O_WRONLY | os.O_CREAT)
+                before = len(ticks)
+                closer.close(fd)
+                during = len(ticks) - before
+        stop.set()
+        t.join()
+        print('ticks while the last submission waited:', during > 3)
+        '''
+        % str(tmp_path),
+        100000,
+    ).strip()
+    assert out == 'ticks while the last submission waited: True'
