@@ -344,7 +344,8 @@ def posixfile(orig, name, mode=b'r', buffering=-1, *args, **kwargs):
     fd = session.closer.open_owned(name, flags)
     try:
         fp = open(fd, pycompat.sysstr(mode), buffering, closefd=False)
-        fp.raw.name = name  # what open(name) would say
+        # what open(name) would say; unbuffered, fp is the FileIO itself
+        getattr(fp, 'raw', fp).name = name
     except BaseException:
         session.closer.close_quietly(fd)
         raise
