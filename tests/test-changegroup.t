@@ -144,6 +144,37 @@ rolls back:
   $ store r | diff r.half - && echo as before
   as before
 
+A store whose revlogs are hardlinked to another's (a local clone): before
+appending, the vfs breaks each link by copying the revlog to a temporary
+file (util.mktempcopy) and renaming it over.  That copy is core's own file
+and must own its descriptor; "storefds" counts the descriptors into a store
+that are still open when hg exits:
+
+  $ cat > storefds.py <<'PY'
+  > import atexit, os, sys
+  > def report():
+  >     held = 0
+  >     for fd in os.listdir('/proc/self/fd'):
+  >         try:
+  >             held += '/.hg/store/' in os.readlink('/proc/self/fd/' + fd)
+  >         except OSError:
+  >             pass
+  >     sys.stderr.write('store descriptors left open: %d\n' % held)
+  > atexit.register(report)
+  > PY
+  $ hg clone -q -U full-1 linked-base
+  $ hg -R linked-base strip -q --config extensions.strip= -r 13:
+  $ hg clone -q -U linked-base linked
+  $ stat -c %h linked/.hg/store/data/big.bin.i
+  2
+  $ SLOWCLOSE_US=300 slow hg -R linked unbundle -q part2.hg \
+  >   --config extensions.storefds="$PWD/storefds.py"
+  store descriptors left open: 0
+  $ stat -c %h linked/.hg/store/data/big.bin.i
+  1
+  $ hg -R linked verify -q
+  $ hg -R linked-base verify -q
+
 A close that fails, on a background thread or inline, names the file and
 aborts; the transaction rolls back, and the same bundle applies afterwards:
 

@@ -90,10 +90,11 @@ class RevlogSession:
             owned=self.rawfds,
             **settings.closer_options(repo.ui)
         )
-        # set while the store's vfs opens a revlog for writing: posixfile()
-        # then opens a descriptor for the lane
-        self.rawopening = False
-        self.opened = None  # (file object, descriptor) of the last one
+        # while the store's vfs opens a revlog for writing: its path, which
+        # posixfile() then opens as a descriptor for the lane, and that
+        # descriptor
+        self.rawopening = None
+        self.openedfd = None
         # revlogs open through repo.svfs, which encodes names and opens them
         # through the store's raw vfs: the session watches that one, and
         # names files as that vfs is given them (relative to the store)
@@ -308,16 +309,17 @@ def vfsopen(orig, self, path, mode=b'rb', *args, **kwargs):
         return DeferredCloseFile(
             orig(self, path, mode, *args, **kwargs), session, path
         )
-    session.rawopening = True
+    # only this path: the vfs may open others meanwhile (the temporary
+    # copy that breaks a hardlink, through util.mktempcopy), and their
+    # file objects must own their descriptors
+    session.rawopening = self.join(path)
     try:
         fp = orig(self, path, mode, *args, **kwargs)
     finally:
-        session.rawopening = False
-    opened = session.opened
-    session.opened = None
-    if opened is None or opened[0] is not fp:
-        return DeferredCloseFile(fp, session, path)  # a file object of core's
-    return DeferredCloseFile(fp, session, path, opened[1])
+        session.rawopening = None
+    fd = session.openedfd  # None: core opened it (a mode posixfile skips)
+    session.openedfd = None
+    return DeferredCloseFile(fp, session, path, fd)
 
 
 # what posixfile() opens for the lane: the flags of Python's open() modes
@@ -334,7 +336,13 @@ def posixfile(orig, name, mode=b'r', buffering=-1, *args, **kwargs):
     """during vfsopen() of a revlog for writing: a file object over a
     descriptor the session's closer will close"""
     session = _session
-    if session is None or not session.rawopening or args or kwargs:
+    if (
+        session is None
+        or name != session.rawopening
+        or session.openedfd is not None
+        or args
+        or kwargs
+    ):
         return orig(name, mode, buffering, *args, **kwargs)
     flags = _RAW_FLAGS.get(mode.replace(b'b', b''))
     if flags is None:
@@ -349,7 +357,7 @@ def posixfile(orig, name, mode=b'r', buffering=-1, *args, **kwargs):
     except BaseException:
         session.closer.close_quietly(fd)
         raise
-    session.opened = (fp, fd)
+    session.openedfd = fd
     return fp
 
 
