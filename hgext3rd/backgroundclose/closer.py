@@ -222,9 +222,13 @@ class HandedOverFile:
         if exc_type is None:
             self.close()
         elif not self._closed:
-            self._closed = True
-            close_quietly(self._fp)
+            self._close_here()
         return False
+
+    def _close_here(self):
+        """close on this thread, on a path that is already failing"""
+        self._closed = True
+        close_quietly(self._fp)
 
 
 def close_quietly(target, closefn=close_target):
@@ -436,8 +440,7 @@ class Closer:
         failure is raised (on the owner thread only).
         """
         self._submit(target, name)
-        lane = self._lane
-        if lane is not None and lane.failed != self._lanefailures:
+        if self._lane is not None:
             self._collect_lane_failures()
         if (
             self._raised < len(self._errors)
@@ -723,6 +726,13 @@ class Closer:
         """close ``target`` here, on a path that is already failing (and
         drop it from ``owned``)"""
         close_quietly(target, self._closefn)
+
+    def close_leftovers(self):
+        """after a failure, once every close handed over is done: close the
+        descriptors still in ``owned`` (an interrupt kept them from the
+        closer)"""
+        for fd in list(self._owned):
+            self.close_quietly(fd)
 
     def _collect_lane_failures(self):
         """turn the closes the lane saw fail into errors to raise"""

@@ -135,11 +135,14 @@ class RevlogSession:
             if name is not None:
                 closer.wait_for(name)
 
-    def close_leftovers(self):
-        """after a failure, once every close handed over is done: close the
-        descriptors an interrupt kept from the closer"""
-        for fd in list(self.rawfds):
-            self.closer.close_quietly(fd)
+    def finish(self, failing):
+        """every close done (before a rollback, on failure), then, on
+        failure, the descriptors an interrupt kept from the closer"""
+        try:
+            self.closer.finish(failing)
+        finally:
+            if failing:
+                self.closer.close_leftovers()
 
     def summary(self):
         """the debug line: what the closer did"""
@@ -184,13 +187,10 @@ class DeferredCloseFile(closermod.HandedOverFile):
             closer.close(fd, self._path)
         self._session.closed_one()
 
-    def __exit__(self, exc_type, exc_value, exc_tb):
-        if exc_type is not None and not self._closed and self._fd is not None:
-            self._closed = True
-            closermod.close_quietly(self._fp)
+    def _close_here(self):
+        super()._close_here()
+        if self._fd is not None:
             self._session.closer.close_quietly(self._fd)
-            return False
-        return super().__exit__(exc_type, exc_value, exc_tb)
 
     def __del__(self):
         # core leaves a file to the garbage collector now and then; ours
@@ -198,11 +198,12 @@ class DeferredCloseFile(closermod.HandedOverFile):
         # did after a failure (then it is not in rawfds any more)
         fd = getattr(self, '_fd', None)  # None if __init__ did not run
         try:
-            session = self._session
-            if fd is not None and not self._closed and fd in session.rawfds:
-                self._closed = True
-                closermod.close_quietly(self._fp)
-                session.closer.close_quietly(fd)
+            if (
+                fd is not None
+                and not self._closed
+                and fd in self._session.rawfds
+            ):
+                self._close_here()
         except Exception:  # at interpreter exit, modules may be gone
             pass
 
@@ -256,12 +257,7 @@ def step(orig, *args, **kwargs):
             failing = False
         finally:
             try:
-                # on failure: every close done before the rollback
-                try:
-                    session.closer.finish(failing)
-                finally:
-                    if failing:
-                        session.close_leftovers()
+                session.finish(failing)
             finally:
                 _session = None
     except closermod.FileError as exc:

@@ -113,8 +113,7 @@ class ApplySession:
     def release_descriptors(self):
         """close what write_files opened and an interrupt kept from the
         closer"""
-        for fd in list(self._rawfds):
-            self.closer.close_quietly(fd)
+        self.closer.close_leftovers()
         opening = self._opening
         if opening is not None:
             # a signal raised as os.open() returns loses the new descriptor
