@@ -1,8 +1,10 @@
 # setup.sh - common environment of the cram tests, sourced by every .t file
 #
 # Like Mercurial's own test runner: no user configuration, a fixed user,
-# C locale, the extension enabled by name (as an installed package), and a
-# dummy ssh that runs the "remote" hg on this machine.
+# C locale, developer warnings on (Mercurial's test suite runs with them, so
+# a convention the extension breaks shows up as a changed output here), the
+# extension enabled by name (as an installed package), and a dummy ssh that
+# runs the "remote" hg on this machine.
 HGRCPATH="$PWD/.hgrc"
 export HGRCPATH
 cat > "$HGRCPATH" <<HGRC
@@ -12,6 +14,8 @@ ssh = "$TESTDIR/dummyssh"
 remotecmd = hg
 [extensions]
 backgroundclose =
+[devel]
+all-warnings = true
 HGRC
 HGENCODING=ascii
 LANG=C

@@ -141,7 +141,6 @@ the added settings.
 from mercurial import (
     changegroup,
     cmdutil,
-    commands,
     extensions,
     registrar,
     streamclone,
@@ -153,6 +152,7 @@ from . import (
     debugapply,
     malformed,
     revlogwrite,
+    seams,
     streamapply,
     workingcopy,
 )
@@ -171,6 +171,32 @@ configitem(b'worker', b'backgroundclosereport', default=None)
 configitem(b'worker', b'backgroundclosenative', default=True)
 
 
+def _process_wrappers():
+    """the wrappers in place for the life of the process; the seams inside
+    a stream apply or a changegroup step are wrapped while it runs
+    (seams.py)"""
+    wrappers = [
+        (streamclone, name, streamapply.consumer(fmt))
+        for fmt, name in compat.STREAM_CONSUMERS
+    ]
+    wrappers.append(
+        (changegroup, '_addchangegroupfiles', revlogwrite.step)
+    )
+    wrappers.extend(
+        (unpacker, '_unpackmanifests', revlogwrite.step)
+        for unpacker in compat.CHANGEGROUP_UNPACKERS
+    )
+    # the stream apply's closer wraps the one of every other caller
+    wrappers.append(
+        (vfsmod, 'backgroundfilecloser', workingcopy.backgroundfilecloser)
+    )
+    wrappers.append(
+        (vfsmod, 'backgroundfilecloser', streamapply.backgroundfilecloser)
+    )
+    wrappers.append((streamclone, '_makemap', malformed.makemap))
+    return wrappers
+
+
 def extsetup(ui):
     missing = compat.missing_seams()
     if missing:
@@ -180,30 +206,20 @@ def extsetup(ui):
             % ', '.join(missing).encode('ascii')
         )
         return
-    # the entry points; the seams inside a stream apply or a changegroup
-    # step are wrapped while it runs (seams.py)
-    for fmt, name in compat.STREAM_CONSUMERS:
-        extensions.wrapfunction(streamclone, name, streamapply.consumer(fmt))
-    extensions.wrapfunction(
-        changegroup, '_addchangegroupfiles', revlogwrite.step
-    )
-    for unpacker in compat.CHANGEGROUP_UNPACKERS:
-        extensions.wrapfunction(unpacker, '_unpackmanifests', revlogwrite.step)
-    # the stream apply's closer wraps the one of every other caller
-    extensions.wrapfunction(
-        vfsmod, 'backgroundfilecloser', workingcopy.backgroundfilecloser
-    )
-    extensions.wrapfunction(
-        vfsmod, 'backgroundfilecloser', streamapply.backgroundfilecloser
-    )
-    extensions.wrapfunction(streamclone, '_makemap', malformed.makemap)
+    # all or nothing: a half set up extension (some seams wrapped, others
+    # not) would behave like neither core nor the extension
+    process = seams.installed(_process_wrappers()).install()
+    try:
+        entry = extensions.wrapcommand(
+            compat.command_table(),
+            b'debugapplystreamclonebundle',
+            debugapply.debugapplystreamclonebundle,
+            docstring=debugapply.DOCSTRING,
+        )
+    except BaseException:
+        process.remove()
+        raise
+    entry[1].extend(cmdutil.formatteropts)
     handlers = compat.part_handlers()
     if b'stream2' in handlers:
         handlers[b'stream2'] = malformed.stream2_handler(handlers[b'stream2'])
-    entry = extensions.wrapcommand(
-        commands.table,
-        b'debugapplystreamclonebundle',
-        debugapply.debugapplystreamclonebundle,
-        docstring=debugapply.DOCSTRING,
-    )
-    entry[1].extend(cmdutil.formatteropts)

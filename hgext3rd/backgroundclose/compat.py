@@ -12,6 +12,7 @@ Nothing else in the extension looks at Mercurial's version.
 from mercurial import (
     bundle2,
     changegroup,
+    commands,
     transaction,
     streamclone,
     util,
@@ -50,10 +51,34 @@ CHANGEGROUP_UNPACKERS = tuple(
 )
 
 
+def command_table():
+    """the command table, with the debug commands in it
+
+    Before Mercurial 7.0 loading ``commands`` filled the table with the
+    debug commands too.  Since then each command module registers its own
+    commands when it is loaded, and the command line loads them all at
+    start (``mercurial.initialization``), but a program that uses
+    Mercurial as a library (``hg.clone()`` after loading the extensions,
+    as TortoiseHg and build tools do) may never load ``debugcommands``.
+    Loading it here makes the table the same in both.
+    """
+    from mercurial import debugcommands
+
+    # under demandimport the import above is lazy: touching an attribute
+    # runs the module, which registers its commands
+    getattr(debugcommands, 'init', None)
+    return commands.table
+
+
 def missing_seams():
     """the names of the Mercurial internals the extension wraps and this
     Mercurial lacks; empty when the extension can work"""
     missing = []
+    if not any(
+        b'debugapplystreamclonebundle' in key.lstrip(b'^').split(b'|')
+        for key in command_table()
+    ):
+        missing.append('the debugapplystreamclonebundle command')
     if not STREAM_CONSUMERS:
         missing.append('streamclone.consumev1/consumev2')
     for owner, name in (

@@ -28,7 +28,9 @@ from . import (
     streamapply,
 )
 
+# appended to core's one-line docstring: the blank line starts a paragraph
 DOCSTRING = """
+
     With the backgroundclose extension, stream bundles of every format are
     accepted: packed1 (v1, from :hg:`debugcreatestreamclonebundle`) and
     bundle2 stream bundles (v2 and v3, from :hg:`bundle --type

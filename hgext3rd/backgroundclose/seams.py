@@ -24,27 +24,36 @@ from mercurial import extensions
 
 class installed:
     """``with installed(wrappers):`` wraps each ``(container, name,
-    wrapper)`` on entry and removes exactly those wrappers on exit"""
+    wrapper)`` on entry and removes exactly those wrappers on exit.
+
+    ``install()`` and ``remove()`` do the same outside a ``with`` block
+    (the extension's own setup, which stays for the life of the process).
+    Either every wrapper is in place or none: if one cannot be put in
+    place, those before it are removed again before the error goes on.
+    """
 
     def __init__(self, wrappers):
         self._wrappers = [w for w in wrappers if w is not None]
         self._done = []
 
-    def __enter__(self):
+    def install(self):
         try:
             for container, name, wrapper in self._wrappers:
                 extensions.wrapfunction(container, name, wrapper)
                 self._done.append((container, name, wrapper))
         except BaseException:
-            self._undo()
+            self.remove()
             raise
         return self
 
-    def __exit__(self, exc_type, exc_value, exc_tb):
-        self._undo()
-        return False
-
-    def _undo(self):
+    def remove(self):
         while self._done:
             container, name, wrapper = self._done.pop()
             extensions.unwrapfunction(container, name, wrapper)
+
+    def __enter__(self):
+        return self.install()
+
+    def __exit__(self, exc_type, exc_value, exc_tb):
+        self.remove()
+        return False

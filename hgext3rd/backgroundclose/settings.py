@@ -25,10 +25,10 @@ REPORT_TEXT = b'text'
 REPORT_JSON = b'json'
 
 
-def _read(reader, name):
+def _read(reader, name, *default):
     """read a setting, turning core's config error into an abort"""
     try:
-        return reader(SECTION, name)
+        return reader(SECTION, name, *default)
     except error.ConfigError as exc:
         raise error.Abort(exc.message, hint=_(b'see "hg help -e backgroundclose"'))
 
@@ -51,9 +51,12 @@ def policy(ui):
     Left unset, the extension decides while it applies (adaptive); set, it
     forces closing on background threads or on the writing thread.
     """
-    if ui.config(SECTION, b'backgroundclose') is None:
+    # core registers this one with a default that depends on the platform,
+    # and such an item must be read with an explicit default (devel
+    # warnings say so); None stands for "unset" here
+    if ui.config(SECTION, b'backgroundclose', None) is None:
         return closermod.ADAPTIVE
-    if _read(ui.configbool, b'backgroundclose'):
+    if _read(ui.configbool, b'backgroundclose', False):
         return closermod.BACKGROUND
     return closermod.INLINE
 
