@@ -499,3 +499,167 @@ def test_native_falls_back_to_python_threads_without_the_c_lane(
     for fd in fds:
         with pytest.raises(OSError):
             os.fstat(fd)
+
+
+def run_bounded(function, seconds=30):
+    """run ``function`` on a thread; fail (instead of hanging the suite) if
+    it has not returned after ``seconds``.  What it raised is raised here."""
+    outcome = []
+
+    def target():
+        try:
+            outcome.append(('value', function()))
+        except BaseException as exc:  # noqa: B902 - carried to the test
+            outcome.append(('raised', exc))
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), '%s hangs' % function.__name__
+    kind, value = outcome[0]
+    if kind == 'raised':
+        raise value
+    return value
+
+
+def refusing_threads(monkeypatch, allowed):
+    """threading.Thread.start succeeds ``allowed`` times, then fails as it
+    does under a process limit"""
+    original = threading.Thread.start
+    started = []
+
+    def start(thread):
+        if not thread.name.startswith('backgroundclose-'):
+            return original(thread)
+        if len(started) >= allowed:
+            raise RuntimeError("can't start new thread")
+        started.append(thread)
+        return original(thread)
+
+    monkeypatch.setattr(threading.Thread, 'start', start)
+    return started
+
+
+@pytest.mark.parametrize('allowed', [0, 2])
+@pytest.mark.parametrize('policy', [closermod.BACKGROUND, closermod.ADAPTIVE])
+def test_threads_that_cannot_start_leave_the_pool_as_it_is(
+    monkeypatch, policy, allowed
+):
+    # a container's process limit: the pool keeps the threads that started
+    # (none: it closes inline for good) and the apply goes on; finishing
+    # joins only started threads, and returns
+    refusing_threads(monkeypatch, allowed)
+    clock = FakeClock()
+    files = Files()
+
+    def close(target):
+        clock.advance(0.002)  # slow: the adaptive closer wants threads
+        files.close(target)
+
+    closer = Closer(policy=policy, closefn=close, clock=clock, fdroom=None,
+                    threads=4, minfilecount=0)
+
+    def apply():
+        for target in range(300):
+            closer.close(target, 'f%d' % target)
+        closer.finish()
+
+    run_bounded(apply)
+    assert sorted(files.closed) == list(range(300))
+    assert closer.threadcount == allowed
+    if not allowed:
+        assert closer.mode == closermod.INLINE
+        assert closer.reason == 'no thread could be started'
+
+
+def test_finishing_absorbs_only_interrupts(monkeypatch):
+    # an error that is not an interrupt comes back at every try: settle()
+    # must raise it, not retry it forever
+    closer = Closer(policy=closermod.BACKGROUND, fdroom=None)
+    calls = []
+    original = closer.shutdown
+
+    def failing_shutdown():
+        calls.append(1)
+        if len(calls) <= 1000:
+            raise ValueError('not an interrupt')
+        return original()
+
+    monkeypatch.setattr(closer, 'shutdown', failing_shutdown)
+    with pytest.raises(ValueError):
+        run_bounded(closer.settle)
+    assert len(calls) == 1
+    original()
+
+
+def test_a_taken_back_submission_is_not_waited_for():
+    # the submitter is interrupted after its file was queued (growing the
+    # pool starts a thread, and starting one waits): it takes the file back,
+    # and a later wait_for() of that name (a reopen of the revlog) must not
+    # wait for a close that will never come
+    files = Files(latency=0.01)
+    closer = closer_for(files, policy=closermod.BACKGROUND, threads=1,
+                        maxthreads=8, maxqueue=16, window=1, tracknames=True)
+    original_start = closer._start_workers
+    names = []
+
+    def interrupting_start(count):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        closer._start_workers = interrupting_start
+        for target in range(100):
+            names.append('data/f%d.i' % target)
+            closer.close(target, names[-1])
+    closer._start_workers = original_start
+    for name in names:
+        run_bounded(lambda: closer.wait_for(name), seconds=10)
+    assert not closer.has_pending_any()
+    closer.finish()
+    assert sorted(files.closed) == list(range(len(names)))
+
+
+@pytest.mark.skipif(not hasattr(os, 'fork'), reason='needs os.fork')
+@pytest.mark.parametrize('tracknames', [False, True])
+def test_a_forked_child_inherits_no_live_closer(tracknames):
+    # fork while closes are in flight on the Python pool: in the child none
+    # of the parent's threads exist and its lock may be held; whatever the
+    # child does with the closer must neither deadlock nor wait for them
+    release = threading.Event()
+    closed = []
+
+    def close(target):
+        release.wait(0.02)
+        closed.append(target)
+
+    closer = Closer(policy=closermod.BACKGROUND, closefn=close, fdroom=None,
+                    threads=4, maxqueue=8, tracknames=tracknames)
+    for round_ in range(20):
+        for target in range(12):
+            closer.close((round_, target), 'data/f%d.i' % target)
+        pid = os.fork()
+        if pid == 0:  # the child: any exception or hang is a failure
+            status = 1
+            try:
+                closer.close(('child', 0), 'data/f0.i')
+                closer.wait_for('data/f1.i')
+                closer.wait()
+                closer.finish()
+                status = 0 if ('child', 0) in closed else 2
+            finally:
+                os._exit(status)
+        deadline = time.monotonic() + 20
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            if time.monotonic() > deadline:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+                pytest.fail('the forked child hangs (round %d)' % round_)
+            time.sleep(0.01)
+        assert os.waitstatus_to_exitcode(status) == 0, round_
+    release.set()
+    closer.finish()
+    assert ('child', 0) not in closed
+    assert len(closed) == 20 * 12

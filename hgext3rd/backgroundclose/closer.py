@@ -63,6 +63,7 @@ import math
 import os
 import threading
 import time
+import weakref
 
 try:
     # built from _closelane.c where possible (see setup.py)
@@ -82,6 +83,22 @@ _INLINE = 'inline'
 
 # descriptors kept free for everything else the process does
 _FD_RESERVE = 32
+
+
+# every closer of this process, so that a forked child can disown them
+_live = weakref.WeakSet()
+
+
+def _disown_after_fork():
+    """in a forked child: the parent's threads do not exist here, and its
+    locks may have been held by one of them at the fork; nothing of a
+    closer the parent had may be waited for, locked or closed by the child"""
+    for closer in list(_live):
+        closer._disown()
+
+
+if hasattr(os, 'register_at_fork'):
+    os.register_at_fork(after_in_child=_disown_after_fork)
 
 
 def native_available():
@@ -334,6 +351,9 @@ class Closer:
 
         self.background = policy == BACKGROUND
         self.switches = 0  # changes between inline and background
+        # no thread could be started (a process or memory limit): inline
+        # for good
+        self._threadless = False
         self._peakpending = 0
         # adaptive, inline: smoothed close time measured on the submitters
         self.estimate = 0.0
@@ -353,6 +373,7 @@ class Closer:
         self._probesum = 0.0
 
         self._book = StatsBook(('close', 'close-background'))
+        _live.add(self)
         if self.background:
             self._start_workers(threads)
 
@@ -485,6 +506,7 @@ class Closer:
                         ):
                             self._items.pop()
                             self._pending -= 1
+                            self._forget_name_locked(name)
                         raise
             except BaseException:
                 # interrupted while queueing: the file is still ours
@@ -554,6 +576,17 @@ class Closer:
             self._work.notify()
         self._account_locked()
 
+    def _forget_name_locked(self, name):
+        """one file handed over under ``name`` is closed, or was taken
+        back: wait_for(name) must not wait for it any more"""
+        queuednames = self._queuednames
+        if queuednames is not None and name is not None:
+            left = queuednames[name] - 1
+            if left:
+                queuednames[name] = left
+            else:
+                del queuednames[name]
+
     def _account_locked(self):
         """count a submission: size the pool at every window, and count
         down to the next probe"""
@@ -592,7 +625,7 @@ class Closer:
         if self.estimate <= self.threshold:
             return
         with self._lock:
-            if self.background:
+            if self.background or self._threadless:
                 return
             self.background = True
             self.switches += 1
@@ -643,10 +676,25 @@ class Closer:
     # workers ------------------------------------------------------------
 
     def _start_workers(self, count):
+        """start ``count`` more threads, within ``maxthreads``
+
+        A thread the system refuses to start (a process limit in a
+        container, little address space) caps the pool at what runs; with
+        no thread at all the closer closes inline from then on, and the
+        apply goes on.
+        """
+        if self._threadless:
+            return
         lane = self._lane
         if lane is not None:
-            running = lane.start(min(lane.threads + count, self.maxthreads))
+            wanted = min(lane.threads + count, self.maxthreads)
+            try:
+                running = lane.start(wanted)
+            except OSError:  # not one thread could be started
+                running = 0
             self._lanethreads = max(self._lanethreads, running)
+            if running < wanted and not self._stopping:
+                self._refused(running)
             return
         for _ in range(count):
             if len(self._workers) >= self.maxthreads:
@@ -656,8 +704,21 @@ class Closer:
                 name='backgroundclose-%d' % len(self._workers),
             )
             worker.daemon = True
+            try:
+                worker.start()
+            except RuntimeError:  # "can't start new thread"
+                self._refused(len(self._workers))
+                return
+            # only a started thread is ever joined
             self._workers.append(worker)
-            worker.start()
+
+    def _refused(self, running):
+        """the system started only ``running`` threads of those asked"""
+        self.maxthreads = running
+        if not running:
+            self._threadless = True
+            self.background = False
+            self.reason = 'no thread could be started'
 
     def _worker(self):
         clock = self._clock
@@ -689,13 +750,7 @@ class Closer:
                 stat.add(duration)
                 lock.acquire()
                 self._pending -= 1
-                queuednames = self._queuednames
-                if queuednames is not None and name is not None:
-                    left = queuednames[name] - 1
-                    if left:
-                        queuednames[name] = left
-                    else:
-                        del queuednames[name]
+                self._forget_name_locked(name)
                 if error is not None:
                     self._errors.append(error)
                 if self._roomwaiters:
@@ -805,7 +860,9 @@ class Closer:
             try:
                 self.shutdown()
                 break
-            except BaseException as exc:  # KeyboardInterrupt, SystemExit
+            except (KeyboardInterrupt, SystemExit) as exc:
+                # only interrupts are absorbed: anything else would come
+                # back at every try
                 if interrupted is None:
                     interrupted = exc
         if interrupted is not None:
@@ -841,6 +898,30 @@ class Closer:
         if lane is not None:
             lane.stop()  # interruptible; stops nothing if interrupted
             self._collect_lane_failures()
+
+    def _disown(self):
+        """forget every thread, lock and queued file: this process is a
+        forked child of the one that made the closer (see
+        _disown_after_fork); whatever the child still closes, it closes
+        inline"""
+        self._lock = threading.Lock()
+        self._work = threading.Condition(self._lock)
+        self._room = threading.Condition(self._lock)
+        self._items = collections.deque()
+        self._pending = 0
+        self._idle = 0
+        self._roomwaiters = 0
+        self._workers = []
+        self._stopping = True
+        self._threadless = True
+        self.background = False
+        self._probeleft = 0
+        self._owner = threading.get_ident()
+        if self._queuednames is not None:
+            self._queuednames = {}
+        # the lane's threads and mutex are the parent's too
+        self._lane = None
+        self._latesttokens = None
 
     def __enter__(self):
         return self
