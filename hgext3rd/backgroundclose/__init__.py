@@ -141,7 +141,9 @@ the added settings.
 from mercurial import (
     changegroup,
     cmdutil,
+    exchange,
     extensions,
+    merge as mergemod,
     registrar,
     streamclone,
     vfs as vfsmod,
@@ -153,6 +155,7 @@ from . import (
     malformed,
     revlogwrite,
     seams,
+    settings,
     streamapply,
     workingcopy,
 )
@@ -179,6 +182,16 @@ def _process_wrappers():
         (streamclone, name, streamapply.consumer(fmt))
         for fmt, name in compat.STREAM_CONSUMERS
     ]
+    wrappers.extend(
+        (container, name, settings.checked)
+        for container, name in (
+            (exchange, 'pull'),
+            (mergemod, '_update'),
+        )
+    )
+    wrappers.append(
+        (changegroup.cg1unpacker, 'apply', settings.checked_apply)
+    )
     wrappers.append(
         (changegroup, '_addchangegroupfiles', revlogwrite.step)
     )

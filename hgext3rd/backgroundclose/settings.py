@@ -113,3 +113,23 @@ def validate(ui):
     closer_options(ui)
     native(ui)
     report(ui)
+
+
+# The entry points of everything that closes files through the extension
+# check the settings before they write: a bad value met later, where the
+# closer is made, would abort an update after it removed files (in each of
+# its forked workers), or a pull after its transaction began.
+
+
+def checked(orig, repo, *args, **kwargs):
+    """for ``exchange.pull`` (pull, clone) and ``merge._update`` (every
+    update and merge)"""
+    validate(repo.ui)
+    return orig(repo, *args, **kwargs)
+
+
+def checked_apply(orig, unpacker, repo, *args, **kwargs):
+    """for ``cg1unpacker.apply`` (hg unbundle, a push on the server, and
+    Mercurial used as a library): before the changelog is written"""
+    validate(repo.ui)
+    return orig(unpacker, repo, *args, **kwargs)
