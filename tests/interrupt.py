@@ -17,22 +17,27 @@ itself SIGNAL (INT or TERM).  Then it prints one line per property:
 - the exit status,
 - whether the command was still running when the signal came (a signal
   after the end proves nothing),
-- whether it stopped writing at the signal: it creates fewer than
-  STOPPED_WITHIN files after the signal (the ones in flight; an apply that
-  went on would create hundreds, while a rollback only truncates or removes
-  files),
+- whether it stopped writing at the signal: fewer than STOPPED_WITHIN
+  files appear in WATCHDIR after the signal (the ones in flight; an apply
+  that went on would create hundreds, while a rollback only truncates or
+  removes files).  What appears is read off the file system, listing
+  WATCHDIR again and again until the command ends, so that it counts files
+  whoever creates them: core, the extension's C lane, any thread,
 - whether as many threads run as before the command,
-- whether as many descriptors are open as before the command.
+- whether as many descriptors are open as before the command: all of
+  them after a command that ran to its end; after a signal, those of files
+  in the directory that holds WATCHDIR (the repository's .hg when WATCHDIR
+  is its store), since core's unbundle, interrupted, leaves the bundle it
+  was reading to the garbage collector, with or without the extension.
 """
 
-import gc
 import os
 import signal
 import sys
 import threading
 import time
 
-from mercurial import dispatch, pycompat, util
+from mercurial import dispatch, pycompat
 
 try:  # Mercurial 7.1 and later
     from mercurial.main_script import request
@@ -47,18 +52,27 @@ except ImportError:
 # would fail there.  The rollback creates no file.
 STOPPED_WITHIN = 50
 
-WRITE_FLAGS = os.O_WRONLY | os.O_RDWR
 
 
-def count_files(root):
-    total = 0
-    for _dirpath, _dirnames, filenames in os.walk(root):
-        total += len(filenames)
-    return total
+def list_files(root):
+    found = set()
+    for dirpath, _dirnames, filenames in os.walk(root):
+        found.update(os.path.join(dirpath, name) for name in filenames)
+    return found
 
 
-def descriptors():
-    return sorted(os.listdir('/proc/self/fd'))
+def descriptors(below=None):
+    """{descriptor: what it refers to} of this process, less the one that
+    lists them; only those of files below ``below`` if given"""
+    found = {}
+    for fd in os.listdir('/proc/self/fd'):
+        try:
+            target = os.readlink('/proc/self/fd/' + fd)
+        except OSError:  # the listing's own, closed once listed
+            continue
+        if below is None or target.startswith(below + os.sep):
+            found[fd] = target
+    return found
 
 
 def main(argv):
@@ -69,38 +83,35 @@ def main(argv):
     count = int(count)
     sent = []
     finished = threading.Event()
+    # files in WATCHDIR when the signal was sent, and files seen there
+    # afterwards that were not
+    atsignal = set()
+    appeared = set()
 
     def watch():
-        # poll for the command's progress; give up once it finished
+        # poll for the command's progress, signal, then keep listing until
+        # the command ends
         while signum is not None and not finished.is_set():
-            if os.path.isdir(watchdir) and count_files(watchdir) >= count:
-                sent.append(time.monotonic())
-                os.kill(os.getpid(), signum)
-                return
+            if os.path.isdir(watchdir):
+                files = list_files(watchdir)
+                if len(files) >= count:
+                    sent.append(time.monotonic())
+                    os.kill(os.getpid(), signum)
+                    # listed after the signal was sent: what the command
+                    # created while the listing above ran is not "after"
+                    atsignal.update(list_files(watchdir))
+                    break
             time.sleep(0.005)
+        while sent and not finished.is_set():
+            if os.path.isdir(watchdir):
+                appeared.update(list_files(watchdir) - atsignal)
+            time.sleep(0.002)
 
-    # files created, before and after the signal: through the vfs
-    # (util.posixfile) and through os.open (stream v2's writer since
-    # Mercurial 7.0, and this extension's)
-    created = {False: 0, True: 0}
-    realposixfile = util.posixfile
-    realosopen = os.open
-
-    def countingposixfile(name, mode=b'r', *args, **kwargs):
-        if set(pycompat.sysstr(mode)) & set('wax+'):
-            if not os.path.lexists(name):
-                created[bool(sent)] += 1
-        return realposixfile(name, mode, *args, **kwargs)
-
-    def countingosopen(path, flags, *args, **kwargs):
-        if flags & WRITE_FLAGS and not os.path.lexists(path):
-            created[bool(sent)] += 1
-        return realosopen(path, flags, *args, **kwargs)
-
-    util.posixfile = countingposixfile
-    os.open = countingosopen
     threads_before = threading.active_count()
-    fds_before = descriptors()
+    judged = None
+    if signum is not None:
+        judged = os.path.dirname(os.path.abspath(watchdir))
+    fds_before = descriptors(judged)
     watcher = threading.Thread(target=watch, name='interrupt-watcher')
     watcher.start()
     try:
@@ -111,31 +122,29 @@ def main(argv):
     finished.set()
     watcher.join()
     sys.stdout.flush()
-    # file objects kept alive by the traceback's reference cycles are closed
-    # by the collector; a descriptor from os.open() would stay open
-    gc.collect()
-    fds_after = descriptors()
+    # no garbage collection first: a descriptor that only a finalizer
+    # would close counts as left open
+    fds_after = descriptors(judged)
     print('exit %s' % (status if isinstance(status, str) else status & 255))
     if signum is not None:
         print('signalled while running: %s' % bool(sent))
     if sent:
-        stopped = created[True] < STOPPED_WITHIN
+        stopped = len(appeared) < STOPPED_WITHIN
         print('stopped writing at the signal: %s' % stopped)
         if not stopped:
             print(
-                '  (created %d files before the signal, %d after, %.2f s)'
-                % (created[False], created[True], ended - sent[0])
+                '  (%d files before the signal, %d appeared after, %.2f s)'
+                % (len(atsignal), len(appeared), ended - sent[0])
             )
     print('threads as before: %s' % (threading.active_count() == threads_before))
     print('descriptors as before: %s' % (fds_after == fds_before))
     if fds_after != fds_before:
-        for fd in sorted(set(fds_after) - set(fds_before), key=int):
-            try:
-                print('  open: %s' % os.readlink('/proc/self/fd/' + fd))
-            except OSError as exc:
-                print('  open: %s (%s)' % (fd, exc))
-        for fd in sorted(set(fds_before) - set(fds_after), key=int):
-            print('  closed: %s' % fd)
+        for fd, target in sorted(fds_after.items()):
+            if fds_before.get(fd) != target:
+                print('  open: %s' % target)
+        for fd, target in sorted(fds_before.items()):
+            if fds_after.get(fd) != target:
+                print('  closed: %s' % target)
     return 0
 
 
