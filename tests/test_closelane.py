@@ -210,13 +210,13 @@ def test_interrupts_never_close_a_descriptor_twice(tmp_path, native):
     assert left <= len(interrupts)
 
 
-def run_with_shim(code, latency_us, **shimenv):
+def run_with_shim(code, latency_us, timeout=120, **shimenv):
     env = dict(os.environ, LD_PRELOAD=SHIM, SLOWCLOSE_US=str(latency_us))
     env.update(shimenv)
     env['PYTHONPATH'] = os.path.join(os.path.dirname(__file__), '..')
     result = subprocess.run(
         [sys.executable, '-c', textwrap.dedent(code)],
-        env=env, capture_output=True, text=True, timeout=120,
+        env=env, capture_output=True, text=True, timeout=timeout,
     )
     assert result.returncode == 0, result.stderr
     return result.stdout
@@ -328,3 +328,72 @@ def test_submitter_does_not_hold_the_gil_while_waiting_for_room(tmp_path):
         100000,
     ).strip()
     assert out == 'ticks while the last submission waited: True'
+
+
+@needs_shim
+@pytest.mark.parametrize(
+    'call',
+    ["lane.submit(spare, b'spare')", 'lane.wait()', 'lane.stop()'],
+    ids=['submit', 'wait', 'stop'],
+)
+def test_ctrl_c_stops_a_call_stuck_behind_a_hung_close(tmp_path, call):
+    # the lane's only thread is in a close that takes ten minutes (a
+    # hard-mounted NFS server gone away) and the lane has room for one:
+    # submit waits for room, wait and stop for that close.  Ctrl-C must
+    # still get through, and an interrupted submit must have handed nothing
+    # over.  The child leaves with os._exit, as anything else would wait
+    # for the close; the timeout only keeps a lane deaf to the signal from
+    # hanging the suite, the child needs a second or two.
+    out = run_with_shim(
+        '''
+        import os, signal, sys, threading, time
+        from hgext3rd.backgroundclose import _closelane
+        def is_open(fd):
+            try:
+                os.fstat(fd)
+                return True
+            except OSError:
+                return False
+        flags = os.O_WRONLY | os.O_CREAT
+        hung = os.open(%r, flags)
+        spare = os.open(%r, flags)
+        owned = {hung, spare}
+        names = {}
+        lane = _closelane.Lane(1, 1, owned=owned, names=names)
+        lane.start(1)
+        lane.submit(hung, b'hung')
+        def call():
+            %s
+        main = threading.get_ident()
+        def interrupt():
+            # a signal that came before the call would prove nothing
+            while sys._current_frames()[main].f_code.co_name != 'call':
+                time.sleep(0.01)
+            time.sleep(0.2)
+            os.kill(os.getpid(), signal.SIGINT)
+        threading.Thread(target=interrupt, daemon=True).start()
+        try:
+            call()
+            print('returned')
+        except KeyboardInterrupt as exc:
+            tb = exc.__traceback__
+            while tb.tb_next is not None:
+                tb = tb.tb_next
+            print('KeyboardInterrupt in', tb.tb_frame.f_code.co_name)
+        print('spare owned:', spare in owned, 'open:', is_open(spare))
+        print('names:', sorted(names))
+        print('pending:', lane.pending, 'queued:', lane.queued,
+              'threads:', lane.threads)
+        sys.stdout.flush()
+        os._exit(0)
+        '''
+        % (str(tmp_path / 'hung'), str(tmp_path / 'spare'), call),
+        600 * 1000000,
+        timeout=60,
+    )
+    assert out.splitlines() == [
+        'KeyboardInterrupt in call',
+        'spare owned: True open: True',
+        "names: [b'hung']",
+        'pending: 1 queued: 0 threads: 1',
+    ]

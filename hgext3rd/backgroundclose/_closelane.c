@@ -440,7 +440,9 @@ PyDoc_STRVAR(
     "token in\n"
     "the ``names`` dict.  Raises having done none of that when the lane "
     "stops or has\n"
-    "no thread; the descriptor is then still the caller's.");
+    "no thread, or when a Python signal handler raises while it waits for "
+    "room; the\n"
+    "descriptor is then still the caller's.");
 
 static PyObject *Lane_submit(Lane *self, PyObject *args, PyObject *kwds)
 {
@@ -461,9 +463,11 @@ static PyObject *Lane_submit(Lane *self, PyObject *args, PyObject *kwds)
 	if (self->nspent >= 64)
 		release_spent(self);
 	pthread_mutex_lock(&self->mutex);
-	/* not interruptible: closes of a full queue finish in bounded time,
-	 * and an interrupt here would leave the caller not knowing */
-	wait_unlocked(self, WAIT_ROOM, 0, 0);
+	/* interruptible: on a hard-mounted NFS server that went away, closes
+	 * never finish and Ctrl-C must still stop hg.  Raising here has done
+	 * nothing yet, so the descriptor is still the caller's and in owned. */
+	if (wait_unlocked(self, WAIT_ROOM, 0, 1) < 0)
+		return NULL;
 	if (self->stopping || self->nthreads == 0) {
 		pthread_mutex_unlock(&self->mutex);
 		PyErr_SetString(PyExc_RuntimeError,
