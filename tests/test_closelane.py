@@ -397,3 +397,101 @@ def test_ctrl_c_stops_a_call_stuck_behind_a_hung_close(tmp_path, call):
         "names: [b'hung']",
         'pending: 1 queued: 0 threads: 1',
     ]
+
+
+@needs_shim
+def test_forked_children_refuse_every_getter_and_method(tmp_path):
+    # 50 forks while closes are in flight: a lane thread may hold the
+    # lane's mutex just then, and in the child no thread will ever release
+    # it, so a child must not lock it at all: every getter and method
+    # refuses with RuntimeError (closer.py already meets that from submit,
+    # wait and stop there), and letting the lane go touches nothing either.
+    # The parent polls for its children with a deadline: a child stuck on
+    # the mutex fails the test instead of hanging the suite.
+    out = run_with_shim(
+        '''
+        import os, resource, signal, sys, time, warnings
+        from hgext3rd.backgroundclose import _closelane
+        # forking while threads run is the point
+        warnings.simplefilter('ignore', DeprecationWarning)
+        GETTERS = ('pending', 'queued', 'threads', 'peak', 'closed',
+                   'failed', 'lasttoken', 'seconds', 'maxseconds')
+        CALLS = (('start', (1,)), ('submit', (0,)), ('wait', ()),
+                 ('wait', (0,)), ('stop', ()), ('failures', ()))
+        owned = set()
+        lane = _closelane.Lane(4096, 2, 1, owned=owned, names={})
+        lane.start(2)
+
+        def child():
+            global lane
+            answered = []
+            for getter in GETTERS:
+                try:
+                    answered.append(f'{getter}={getattr(lane, getter)!r}')
+                except RuntimeError:
+                    pass
+            for method, args in CALLS:
+                try:
+                    answered.append(f'{method}{args} -> '
+                                    f'{getattr(lane, method)(*args)!r}')
+                except RuntimeError:
+                    pass
+            del lane
+            if answered:
+                os.write(2, f'{os.getpid()}: {answered}\\n'.encode())
+            os._exit(1 if answered else 0)
+
+        # each round: two written files (slow closes) keep both threads
+        # busy while a burst of fast closes (dups of /dev/null, no regular
+        # file) queues up behind them; the fork comes as the first slow
+        # close ends, while the threads race through the burst, taking and
+        # dropping the mutex all the time
+        burst = min(2000, resource.getrlimit(resource.RLIMIT_NOFILE)[0] // 4)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        children = []
+        for i in range(50):
+            for name in (f'a{i}', f'b{i}'):
+                fd = os.open(os.path.join(%r, name), os.O_WRONLY | os.O_CREAT)
+                owned.add(fd)
+                lane.submit(fd, name.encode())
+            for _ in range(burst):
+                fd = os.dup(devnull)
+                owned.add(fd)
+                lane.submit(fd)
+            closed = lane.closed
+            while lane.closed == closed and lane.pending:
+                pass
+            pid = os.fork()
+            if pid == 0:
+                child()
+            children.append(pid)
+
+        statuses = {}
+        deadline = time.monotonic() + 60
+        while len(statuses) < len(children) and time.monotonic() < deadline:
+            for pid in children:
+                if pid not in statuses:
+                    done, status = os.waitpid(pid, os.WNOHANG)
+                    if done:
+                        statuses[pid] = status
+            time.sleep(0.01)
+        hung = [pid for pid in children if pid not in statuses]
+        for pid in hung:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        refused = sum(os.WIFEXITED(s) and os.WEXITSTATUS(s) == 0
+                      for s in statuses.values())
+        lane.stop()
+        os.close(devnull)
+        print('children:', len(children), 'refused all:', refused,
+              'hung:', len(hung))
+        print('closed:', lane.closed == 50 * (2 + burst),
+              'failed:', lane.failed, 'owned:', len(owned))
+        '''
+        % str(tmp_path),
+        20000,
+    )
+    assert out.splitlines() == [
+        'children: 50 refused all: 50 hung: 0',
+        'closed: True failed: 0 owned: 0',
+    ]

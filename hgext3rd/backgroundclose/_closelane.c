@@ -24,7 +24,10 @@
  *
  * Locking: the mutex is only ever taken by a thread that holds the GIL (or
  * by a lane thread, which never takes the GIL), and no thread waits for the
- * GIL while holding the mutex.  So the two cannot deadlock.
+ * GIL while holding the mutex.  So the two cannot deadlock.  A forked
+ * child gets the mutex as it was at the fork, maybe held by a lane thread
+ * that does not exist there: every method and getter refuses in a child
+ * (check_usable) before it would lock it.
  *
  * The lane threads block every signal: signals go to the Python main
  * thread, where Python's handlers run.
@@ -607,10 +610,8 @@ static PyObject *Lane_failures(Lane *self, PyObject *args)
 	PyObject *result;
 	if (!PyArg_ParseTuple(args, "|n", &start))
 		return NULL;
-	if (!self->ready) {
-		PyErr_SetString(PyExc_RuntimeError, "Lane not initialised");
+	if (check_usable(self) < 0)
 		return NULL;
-	}
 	pthread_mutex_lock(&self->mutex);
 	count = self->nfailures;
 	pthread_mutex_unlock(&self->mutex);
@@ -634,10 +635,13 @@ static PyObject *Lane_failures(Lane *self, PyObject *args)
 	return result;
 }
 
-/* counters, read under the mutex */
+/* counters, read under the mutex; in a forked child, refused rather than
+ * the parent's numbers read under a mutex nobody there may ever release */
 static PyObject *get_counter(Lane *self, void *which)
 {
 	long long value = 0;
+	if (check_usable(self) < 0)
+		return NULL;
 	pthread_mutex_lock(&self->mutex);
 	switch ((intptr_t)which) {
 	case 0:
@@ -669,6 +673,8 @@ static PyObject *get_counter(Lane *self, void *which)
 static PyObject *get_seconds(Lane *self, void *which)
 {
 	long long value;
+	if (check_usable(self) < 0)
+		return NULL;
 	pthread_mutex_lock(&self->mutex);
 	value = (intptr_t)which ? self->maxns : self->totalns;
 	pthread_mutex_unlock(&self->mutex);
