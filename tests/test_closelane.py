@@ -12,10 +12,14 @@ close(), which the shim delays for files opened for writing.
 """
 
 import errno
+import importlib.util
 import os
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
+import sysconfig
 import textwrap
 
 import pytest
@@ -330,24 +334,105 @@ def test_submitter_does_not_hold_the_gil_while_waiting_for_room(tmp_path):
     assert out == 'ticks while the last submission waited: True'
 
 
+# what the fallback build is imported as: the init function's name comes
+# from the last part, and the whole name must not be the built module's, as
+# importing a module with single-phase init puts it in sys.modules
+FALLBACK_NAME = 'fallback._closelane'
+
+
+def c_compiler():
+    """the compiler this Python was built with, or cc (None: neither)"""
+    for cc in (sysconfig.get_config_var('CC'), 'cc'):
+        argv = shlex.split(cc or '')
+        if argv and shutil.which(argv[0]):
+            return argv
+    return None
+
+
+@pytest.fixture(scope='module')
+def fallback_lane(tmp_path_factory):
+    """the path of _closelane.c built as on macOS, which has no
+    pthread_condattr_setclock()"""
+    cc = c_compiler()
+    if cc is None:
+        pytest.skip('no C compiler found to build the lane without '
+                    'pthread_condattr_setclock()')
+    src = os.path.join(os.path.dirname(__file__), '..', 'hgext3rd',
+                       'backgroundclose', '_closelane.c')
+    out = tmp_path_factory.mktemp('fallback') / (
+        '_closelane' + sysconfig.get_config_var('EXT_SUFFIX'))
+    paths = sysconfig.get_paths()
+    # the function renamed to one that exists nowhere: a call to it left in
+    # the fallback then fails to load here as it fails to build on macOS
+    built = subprocess.run(
+        cc + ['-shared', '-fPIC', '-pthread', '-O2', '-Wall',
+              '-Werror=implicit-function-declaration',
+              '-DBACKGROUNDCLOSE_NO_CONDATTR_SETCLOCK',
+              '-Dpthread_condattr_setclock=backgroundclose_no_such_function',
+              '-I', paths['include'], '-I', paths['platinclude'],
+              '-o', str(out), src],
+        capture_output=True, text=True,
+    )
+    assert built.returncode == 0, built.stderr
+    return str(out)
+
+
+def load_lane_module(path):
+    spec = importlib.util.spec_from_file_location(FALLBACK_NAME, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_fallback_without_condattr_setclock_closes_files(
+        tmp_path, fallback_lane):
+    lanemod = load_lane_module(fallback_lane)
+    assert lanemod.__file__ == fallback_lane
+    fds = open_files(tmp_path, 6)
+    owned = set(fds)
+    names = {}
+    lane = lanemod.Lane(2, 2, owned=owned, names=names)
+    assert lane.start(2) == 2
+    for i, fd in enumerate(fds):
+        lane.submit(fd, b'f%d' % i)  # room for two: the others wait for it
+    lane.wait(names[b'f2'])
+    assert not any(is_open(fd) for fd in fds[:3])
+    lane.stop()
+    assert (lane.closed, lane.failed, lane.threads) == (6, 0, 0)
+    assert owned == set()
+    assert not any(is_open(fd) for fd in fds)
+    assert (tmp_path / 'f5').read_bytes() == b'data 5'
+
+
 @needs_shim
+@pytest.mark.parametrize('build', ['built', 'fallback'])
 @pytest.mark.parametrize(
     'call',
     ["lane.submit(spare, b'spare')", 'lane.wait()', 'lane.stop()'],
     ids=['submit', 'wait', 'stop'],
 )
-def test_ctrl_c_stops_a_call_stuck_behind_a_hung_close(tmp_path, call):
+def test_ctrl_c_stops_a_call_stuck_behind_a_hung_close(
+        tmp_path, request, call, build):
     # the lane's only thread is in a close that takes ten minutes (a
     # hard-mounted NFS server gone away) and the lane has room for one:
     # submit waits for room, wait and stop for that close.  Ctrl-C must
     # still get through, and an interrupted submit must have handed nothing
     # over.  The child leaves with os._exit, as anything else would wait
     # for the close; the timeout only keeps a lane deaf to the signal from
-    # hanging the suite, the child needs a second or two.
+    # hanging the suite, the child needs a second or two.  The fallback
+    # build times its waits for room and for closes on the wall clock.
+    path = request.getfixturevalue('fallback_lane') if build == 'fallback' \
+        else None
     out = run_with_shim(
         '''
-        import os, signal, sys, threading, time
-        from hgext3rd.backgroundclose import _closelane
+        import importlib.util, os, signal, sys, threading, time
+        path = %r
+        if path is None:
+            from hgext3rd.backgroundclose import _closelane
+        else:
+            spec = importlib.util.spec_from_file_location(%r, path)
+            _closelane = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(_closelane)
         def is_open(fd):
             try:
                 os.fstat(fd)
@@ -387,7 +472,8 @@ def test_ctrl_c_stops_a_call_stuck_behind_a_hung_close(tmp_path, call):
         sys.stdout.flush()
         os._exit(0)
         '''
-        % (str(tmp_path / 'hung'), str(tmp_path / 'spare'), call),
+        % (path, FALLBACK_NAME, str(tmp_path / 'hung'),
+           str(tmp_path / 'spare'), call),
         600 * 1000000,
         timeout=60,
     )

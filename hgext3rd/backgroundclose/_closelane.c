@@ -51,6 +51,16 @@
 /* how often an interruptible wait checks for Python signals */
 #define CHECK_SIGNALS_NS 50000000L
 
+/* macOS has no pthread_condattr_setclock(): timed waits there measure the
+ * wall clock, as they do wherever setting the monotonic clock fails.  A step
+ * of the wall clock then only moves the next check for signals (a step back
+ * delays it by as much); a finished close still wakes waiters at once.
+ * BACKGROUNDCLOSE_NO_CONDATTR_SETCLOCK builds that fallback anywhere, so that
+ * it is compiled and tested on Linux too. */
+#if defined(__APPLE__) || defined(BACKGROUNDCLOSE_NO_CONDATTR_SETCLOCK)
+#define NO_CONDATTR_SETCLOCK
+#endif
+
 struct entry {
 	int fd;
 	long long token;
@@ -66,6 +76,7 @@ typedef struct {
 	PyObject_HEAD pthread_mutex_t mutex;
 	pthread_cond_t work; /* lane threads wait for entries */
 	pthread_cond_t done; /* submitters wait for room, waiters for closes */
+	clockid_t doneclock; /* what deadlines of timed waits on done count */
 	int ready;           /* mutex and conditions initialised */
 
 	struct entry *ring;
@@ -208,9 +219,12 @@ static int wait_unlocked(Lane *self, enum waitfor what, long long through,
 		satisfied = wait_satisfied(self, what, through);
 		if (!satisfied && interruptible) {
 			struct timespec deadline;
-			long long at = now_ns() + CHECK_SIGNALS_NS;
-			deadline.tv_sec = (time_t)(at / 1000000000LL);
-			deadline.tv_nsec = (long)(at % 1000000000LL);
+			clock_gettime(self->doneclock, &deadline);
+			deadline.tv_nsec += CHECK_SIGNALS_NS;
+			if (deadline.tv_nsec >= 1000000000L) {
+				deadline.tv_sec++;
+				deadline.tv_nsec -= 1000000000L;
+			}
 			pthread_cond_timedwait(&self->done, &self->mutex,
 			                       &deadline);
 		} else if (!satisfied) {
@@ -320,7 +334,9 @@ static int Lane_init(Lane *self, PyObject *args, PyObject *kwds)
 	Py_ssize_t capacity;
 	int maxthreads, batch = 4;
 	PyObject *owned = Py_None, *names = Py_None;
+#ifndef NO_CONDATTR_SETCLOCK
 	pthread_condattr_t attr;
+#endif
 
 	if (self->ready) {
 		PyErr_SetString(PyExc_RuntimeError, "Lane already initialised");
@@ -361,12 +377,20 @@ static int Lane_init(Lane *self, PyObject *args, PyObject *kwds)
 		Py_INCREF(names);
 		self->names = names;
 	}
-	pthread_condattr_init(&attr);
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 	pthread_mutex_init(&self->mutex, NULL);
 	pthread_cond_init(&self->work, NULL);
+	/* the monotonic clock where it can be had: a slice of a wait then
+	 * lasts its 50 ms whatever the wall clock does */
+	self->doneclock = CLOCK_REALTIME;
+#ifndef NO_CONDATTR_SETCLOCK
+	pthread_condattr_init(&attr);
+	if (pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0)
+		self->doneclock = CLOCK_MONOTONIC;
 	pthread_cond_init(&self->done, &attr);
 	pthread_condattr_destroy(&attr);
+#else
+	pthread_cond_init(&self->done, NULL);
+#endif
 	self->pid = getpid();
 	self->ready = 1;
 	return 0;
