@@ -32,14 +32,20 @@ Closer = closermod.Closer
 
 # make test sets this where the lane must have been built (POSIX with a
 # compiler): a lane that silently failed to build would otherwise only
-# show up as skips
-if os.environ.get('BACKGROUNDCLOSE_REQUIRE_NATIVE') and os.name == 'posix':
+# show up as skips.  On a free-threaded Python it refuses to load.
+FREE_THREADED = bool(sysconfig.get_config_var('Py_GIL_DISABLED'))
+if (
+    os.environ.get('BACKGROUNDCLOSE_REQUIRE_NATIVE')
+    and os.name == 'posix'
+    and not FREE_THREADED
+):
     assert closermod.native_available(), '_closelane.c was not built'
 
 pytestmark = pytest.mark.skipif(
     not closermod.native_available(),
     reason='the C lane is not built here (not POSIX, or no compiler when '
-    'installing); test_closer.py covers the Python threads',
+    'installing) or refuses to load (free-threaded Python); test_closer.py '
+    'covers the Python threads',
 )
 
 SHIM = os.environ.get('SLOWCLOSE_SO')
@@ -334,9 +340,10 @@ def test_submitter_does_not_hold_the_gil_while_waiting_for_room(tmp_path):
     assert out == 'ticks while the last submission waited: True'
 
 
-# what the fallback build is imported as: the init function's name comes
-# from the last part, and the whole name must not be the built module's, as
-# importing a module with single-phase init puts it in sys.modules
+# what the builds these tests make are imported as: the init function's
+# name comes from the last part, and the whole name must not be the
+# installed module's, as importing a module with single-phase init puts it
+# in sys.modules
 FALLBACK_NAME = 'fallback._closelane'
 
 
@@ -349,32 +356,41 @@ def c_compiler():
     return None
 
 
+def build_lane(directory, *flags):
+    """build _closelane.c into ``directory`` with extra compiler ``flags``,
+    against this Python's headers: the path of the module"""
+    cc = c_compiler()
+    if cc is None:
+        pytest.skip('no C compiler found to build _closelane.c with %s'
+                    % ' '.join(flags))
+    src = os.path.join(os.path.dirname(__file__), '..', 'hgext3rd',
+                       'backgroundclose', '_closelane.c')
+    out = os.path.join(
+        str(directory), '_closelane' + sysconfig.get_config_var('EXT_SUFFIX'))
+    paths = sysconfig.get_paths()
+    built = subprocess.run(
+        cc + ['-shared', '-fPIC', '-pthread', '-O2', '-Wall',
+              '-Werror=implicit-function-declaration']
+        + list(flags)
+        + ['-I', paths['include'], '-I', paths['platinclude'],
+           '-o', out, src],
+        capture_output=True, text=True,
+    )
+    assert built.returncode == 0, built.stderr
+    return out
+
+
 @pytest.fixture(scope='module')
 def fallback_lane(tmp_path_factory):
     """the path of _closelane.c built as on macOS, which has no
     pthread_condattr_setclock()"""
-    cc = c_compiler()
-    if cc is None:
-        pytest.skip('no C compiler found to build the lane without '
-                    'pthread_condattr_setclock()')
-    src = os.path.join(os.path.dirname(__file__), '..', 'hgext3rd',
-                       'backgroundclose', '_closelane.c')
-    out = tmp_path_factory.mktemp('fallback') / (
-        '_closelane' + sysconfig.get_config_var('EXT_SUFFIX'))
-    paths = sysconfig.get_paths()
     # the function renamed to one that exists nowhere: a call to it left in
     # the fallback then fails to load here as it fails to build on macOS
-    built = subprocess.run(
-        cc + ['-shared', '-fPIC', '-pthread', '-O2', '-Wall',
-              '-Werror=implicit-function-declaration',
-              '-DBACKGROUNDCLOSE_NO_CONDATTR_SETCLOCK',
-              '-Dpthread_condattr_setclock=backgroundclose_no_such_function',
-              '-I', paths['include'], '-I', paths['platinclude'],
-              '-o', str(out), src],
-        capture_output=True, text=True,
+    return build_lane(
+        tmp_path_factory.mktemp('fallback'),
+        '-DBACKGROUNDCLOSE_NO_CONDATTR_SETCLOCK',
+        '-Dpthread_condattr_setclock=backgroundclose_no_such_function',
     )
-    assert built.returncode == 0, built.stderr
-    return str(out)
 
 
 def load_lane_module(path):
@@ -402,6 +418,34 @@ def test_fallback_without_condattr_setclock_closes_files(
     assert owned == set()
     assert not any(is_open(fd) for fd in fds)
     assert (tmp_path / 'f5').read_bytes() == b'data 5'
+
+
+def test_free_threaded_build_refuses_to_load(tmp_path):
+    # no free-threaded Python here: build the lane as it would be built for
+    # one (its pyconfig.h defines Py_GIL_DISABLED) against these headers.
+    # It must refuse before touching anything whose layout that changes, so
+    # that closer.py falls back to Python threads.  Lazy binding, in a
+    # child: such a build may name functions only a free-threaded libpython
+    # has, and a lane that does not refuse could crash this Python.
+    path = build_lane(tmp_path, '-DPy_GIL_DISABLED')
+    result = subprocess.run(
+        [sys.executable, '-c', textwrap.dedent(
+            '''
+            import importlib.util, os, sys
+            sys.setdlopenflags(os.RTLD_LAZY)
+            spec = importlib.util.spec_from_file_location(%r, %r)
+            try:
+                importlib.util.module_from_spec(spec)
+                print('loaded')
+            except ImportError as exc:
+                print('ImportError:', exc)
+            '''
+            % (FALLBACK_NAME, path))],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.stdout == (
+        'ImportError: _closelane needs the GIL, and this Python runs '
+        'without\n'), result.stderr
 
 
 @needs_shim

@@ -32,8 +32,9 @@
  * The lane threads block every signal: signals go to the Python main
  * thread, where Python's handlers run.
  *
- * POSIX only (setup.py builds it there); elsewhere the extension closes on
- * Python threads.
+ * POSIX only (setup.py builds it there), and it refuses to load on a
+ * free-threaded Python (see PyInit__closelane); elsewhere the extension
+ * closes on Python threads.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -847,9 +848,27 @@ static struct PyModuleDef closelane_module = {
     NULL,
 };
 
+/* Free-threaded builds (3.13t): the lane is not safe without the GIL.
+ * failures() reads the array of failures after dropping the mutex, and only
+ * the GIL keeps a submit() on another thread from reallocating it meanwhile.
+ * The locking argument at the top needs the GIL too: without it, a thread
+ * blocked on the mutex is still attached, so a stop-the-world pause (the
+ * garbage collector's) waits for it, while the thread holding the mutex
+ * waits for the pause to end as it touches the owned set or the names dict.
+ * With single-phase init there is no Py_mod_gil slot to say so; left alone,
+ * the import would turn the GIL back on for the whole process (with a
+ * RuntimeWarning), or under PYTHON_GIL=0 run the lane without it.  So the
+ * module refuses to load there, and closer.py closes on Python threads: with
+ * no GIL to take back after each close, they no longer cost the writer the
+ * hand-offs this module exists to avoid. */
 PyMODINIT_FUNC PyInit__closelane(void)
 {
 	PyObject *module;
+#ifdef Py_GIL_DISABLED
+	PyErr_SetString(PyExc_ImportError,
+	                "_closelane needs the GIL, and this Python runs without");
+	return NULL;
+#endif
 	if (PyType_Ready(&LaneType) < 0)
 		return NULL;
 	module = PyModule_Create(&closelane_module);
