@@ -12,10 +12,14 @@ close(), which the shim delays for files opened for writing.
 """
 
 import errno
+import importlib.util
 import os
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
+import sysconfig
 import textwrap
 
 import pytest
@@ -28,14 +32,20 @@ Closer = closermod.Closer
 
 # make test sets this where the lane must have been built (POSIX with a
 # compiler): a lane that silently failed to build would otherwise only
-# show up as skips
-if os.environ.get('BACKGROUNDCLOSE_REQUIRE_NATIVE') and os.name == 'posix':
+# show up as skips.  On a free-threaded Python it refuses to load.
+FREE_THREADED = bool(sysconfig.get_config_var('Py_GIL_DISABLED'))
+if (
+    os.environ.get('BACKGROUNDCLOSE_REQUIRE_NATIVE')
+    and os.name == 'posix'
+    and not FREE_THREADED
+):
     assert closermod.native_available(), '_closelane.c was not built'
 
 pytestmark = pytest.mark.skipif(
     not closermod.native_available(),
     reason='the C lane is not built here (not POSIX, or no compiler when '
-    'installing); test_closer.py covers the Python threads',
+    'installing) or refuses to load (free-threaded Python); test_closer.py '
+    'covers the Python threads',
 )
 
 SHIM = os.environ.get('SLOWCLOSE_SO')
@@ -210,13 +220,13 @@ def test_interrupts_never_close_a_descriptor_twice(tmp_path, native):
     assert left <= len(interrupts)
 
 
-def run_with_shim(code, latency_us, **shimenv):
+def run_with_shim(code, latency_us, timeout=120, **shimenv):
     env = dict(os.environ, LD_PRELOAD=SHIM, SLOWCLOSE_US=str(latency_us))
     env.update(shimenv)
     env['PYTHONPATH'] = os.path.join(os.path.dirname(__file__), '..')
     result = subprocess.run(
         [sys.executable, '-c', textwrap.dedent(code)],
-        env=env, capture_output=True, text=True, timeout=120,
+        env=env, capture_output=True, text=True, timeout=timeout,
     )
     assert result.returncode == 0, result.stderr
     return result.stdout
@@ -328,3 +338,290 @@ def test_submitter_does_not_hold_the_gil_while_waiting_for_room(tmp_path):
         100000,
     ).strip()
     assert out == 'ticks while the last submission waited: True'
+
+
+# what the builds these tests make are imported as: the init function's
+# name comes from the last part, and the whole name must not be the
+# installed module's, as importing a module with single-phase init puts it
+# in sys.modules
+FALLBACK_NAME = 'fallback._closelane'
+
+
+def c_compiler():
+    """the compiler this Python was built with, or cc (None: neither)"""
+    for cc in (sysconfig.get_config_var('CC'), 'cc'):
+        argv = shlex.split(cc or '')
+        if argv and shutil.which(argv[0]):
+            return argv
+    return None
+
+
+def build_lane(directory, *flags):
+    """build _closelane.c into ``directory`` with extra compiler ``flags``,
+    against this Python's headers: the path of the module"""
+    cc = c_compiler()
+    if cc is None:
+        pytest.skip('no C compiler found to build _closelane.c with %s'
+                    % ' '.join(flags))
+    src = os.path.join(os.path.dirname(__file__), '..', 'hgext3rd',
+                       'backgroundclose', '_closelane.c')
+    out = os.path.join(
+        str(directory), '_closelane' + sysconfig.get_config_var('EXT_SUFFIX'))
+    paths = sysconfig.get_paths()
+    built = subprocess.run(
+        cc + ['-shared', '-fPIC', '-pthread', '-O2', '-Wall',
+              '-Werror=implicit-function-declaration']
+        + list(flags)
+        + ['-I', paths['include'], '-I', paths['platinclude'],
+           '-o', out, src],
+        capture_output=True, text=True,
+    )
+    assert built.returncode == 0, built.stderr
+    return out
+
+
+@pytest.fixture(scope='module')
+def fallback_lane(tmp_path_factory):
+    """the path of _closelane.c built as on macOS, which has no
+    pthread_condattr_setclock()"""
+    # the function renamed to one that exists nowhere: a call to it left in
+    # the fallback then fails to load here as it fails to build on macOS
+    return build_lane(
+        tmp_path_factory.mktemp('fallback'),
+        '-DBACKGROUNDCLOSE_NO_CONDATTR_SETCLOCK',
+        '-Dpthread_condattr_setclock=backgroundclose_no_such_function',
+    )
+
+
+def load_lane_module(path):
+    spec = importlib.util.spec_from_file_location(FALLBACK_NAME, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_fallback_without_condattr_setclock_closes_files(
+        tmp_path, fallback_lane):
+    lanemod = load_lane_module(fallback_lane)
+    assert lanemod.__file__ == fallback_lane
+    fds = open_files(tmp_path, 6)
+    owned = set(fds)
+    names = {}
+    lane = lanemod.Lane(2, 2, owned=owned, names=names)
+    assert lane.start(2) == 2
+    for i, fd in enumerate(fds):
+        lane.submit(fd, b'f%d' % i)  # room for two: the others wait for it
+    lane.wait(names[b'f2'])
+    assert not any(is_open(fd) for fd in fds[:3])
+    lane.stop()
+    assert (lane.closed, lane.failed, lane.threads) == (6, 0, 0)
+    assert owned == set()
+    assert not any(is_open(fd) for fd in fds)
+    assert (tmp_path / 'f5').read_bytes() == b'data 5'
+
+
+def test_free_threaded_build_refuses_to_load(tmp_path):
+    # no free-threaded Python here: build the lane as it would be built for
+    # one (its pyconfig.h defines Py_GIL_DISABLED) against these headers.
+    # It must refuse before touching anything whose layout that changes, so
+    # that closer.py falls back to Python threads.  Lazy binding, in a
+    # child: such a build may name functions only a free-threaded libpython
+    # has, and a lane that does not refuse could crash this Python.
+    path = build_lane(tmp_path, '-DPy_GIL_DISABLED')
+    result = subprocess.run(
+        [sys.executable, '-c', textwrap.dedent(
+            '''
+            import importlib.util, os, sys
+            sys.setdlopenflags(os.RTLD_LAZY)
+            spec = importlib.util.spec_from_file_location(%r, %r)
+            try:
+                importlib.util.module_from_spec(spec)
+                print('loaded')
+            except ImportError as exc:
+                print('ImportError:', exc)
+            '''
+            % (FALLBACK_NAME, path))],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.stdout == (
+        'ImportError: _closelane needs the GIL, and this Python runs '
+        'without\n'), result.stderr
+
+
+@needs_shim
+@pytest.mark.parametrize('build', ['built', 'fallback'])
+@pytest.mark.parametrize(
+    'call',
+    ["lane.submit(spare, b'spare')", 'lane.wait()', 'lane.stop()'],
+    ids=['submit', 'wait', 'stop'],
+)
+def test_ctrl_c_stops_a_call_stuck_behind_a_hung_close(
+        tmp_path, request, call, build):
+    # the lane's only thread is in a close that takes ten minutes (a
+    # hard-mounted NFS server gone away) and the lane has room for one:
+    # submit waits for room, wait and stop for that close.  Ctrl-C must
+    # still get through, and an interrupted submit must have handed nothing
+    # over.  The child leaves with os._exit, as anything else would wait
+    # for the close; the timeout only keeps a lane deaf to the signal from
+    # hanging the suite, the child needs a second or two.  The fallback
+    # build times its waits for room and for closes on the wall clock.
+    path = request.getfixturevalue('fallback_lane') if build == 'fallback' \
+        else None
+    out = run_with_shim(
+        '''
+        import importlib.util, os, signal, sys, threading, time
+        path = %r
+        if path is None:
+            from hgext3rd.backgroundclose import _closelane
+        else:
+            spec = importlib.util.spec_from_file_location(%r, path)
+            _closelane = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(_closelane)
+        def is_open(fd):
+            try:
+                os.fstat(fd)
+                return True
+            except OSError:
+                return False
+        flags = os.O_WRONLY | os.O_CREAT
+        hung = os.open(%r, flags)
+        spare = os.open(%r, flags)
+        owned = {hung, spare}
+        names = {}
+        lane = _closelane.Lane(1, 1, owned=owned, names=names)
+        lane.start(1)
+        lane.submit(hung, b'hung')
+        def call():
+            %s
+        main = threading.get_ident()
+        def interrupt():
+            # a signal that came before the call would prove nothing
+            while sys._current_frames()[main].f_code.co_name != 'call':
+                time.sleep(0.01)
+            time.sleep(0.2)
+            os.kill(os.getpid(), signal.SIGINT)
+        threading.Thread(target=interrupt, daemon=True).start()
+        try:
+            call()
+            print('returned')
+        except KeyboardInterrupt as exc:
+            tb = exc.__traceback__
+            while tb.tb_next is not None:
+                tb = tb.tb_next
+            print('KeyboardInterrupt in', tb.tb_frame.f_code.co_name)
+        print('spare owned:', spare in owned, 'open:', is_open(spare))
+        print('names:', sorted(names))
+        print('pending:', lane.pending, 'queued:', lane.queued,
+              'threads:', lane.threads)
+        sys.stdout.flush()
+        os._exit(0)
+        '''
+        % (path, FALLBACK_NAME, str(tmp_path / 'hung'),
+           str(tmp_path / 'spare'), call),
+        600 * 1000000,
+        timeout=60,
+    )
+    assert out.splitlines() == [
+        'KeyboardInterrupt in call',
+        'spare owned: True open: True',
+        "names: [b'hung']",
+        'pending: 1 queued: 0 threads: 1',
+    ]
+
+
+@needs_shim
+def test_forked_children_refuse_every_getter_and_method(tmp_path):
+    # 50 forks while closes are in flight: a lane thread may hold the
+    # lane's mutex just then, and in the child no thread will ever release
+    # it, so a child must not lock it at all: every getter and method
+    # refuses with RuntimeError (closer.py already meets that from submit,
+    # wait and stop there), and letting the lane go touches nothing either.
+    # The parent polls for its children with a deadline: a child stuck on
+    # the mutex fails the test instead of hanging the suite.
+    out = run_with_shim(
+        '''
+        import os, resource, signal, sys, time, warnings
+        from hgext3rd.backgroundclose import _closelane
+        # forking while threads run is the point
+        warnings.simplefilter('ignore', DeprecationWarning)
+        GETTERS = ('pending', 'queued', 'threads', 'peak', 'closed',
+                   'failed', 'lasttoken', 'seconds', 'maxseconds')
+        CALLS = (('start', (1,)), ('submit', (0,)), ('wait', ()),
+                 ('wait', (0,)), ('stop', ()), ('failures', ()))
+        owned = set()
+        lane = _closelane.Lane(4096, 2, 1, owned=owned, names={})
+        lane.start(2)
+
+        def child():
+            global lane
+            answered = []
+            for getter in GETTERS:
+                try:
+                    answered.append(f'{getter}={getattr(lane, getter)!r}')
+                except RuntimeError:
+                    pass
+            for method, args in CALLS:
+                try:
+                    answered.append(f'{method}{args} -> '
+                                    f'{getattr(lane, method)(*args)!r}')
+                except RuntimeError:
+                    pass
+            del lane
+            if answered:
+                os.write(2, f'{os.getpid()}: {answered}\\n'.encode())
+            os._exit(1 if answered else 0)
+
+        # each round: two written files (slow closes) keep both threads
+        # busy while a burst of fast closes (dups of /dev/null, no regular
+        # file) queues up behind them; the fork comes as the first slow
+        # close ends, while the threads race through the burst, taking and
+        # dropping the mutex all the time
+        burst = min(2000, resource.getrlimit(resource.RLIMIT_NOFILE)[0] // 4)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        children = []
+        for i in range(50):
+            for name in (f'a{i}', f'b{i}'):
+                fd = os.open(os.path.join(%r, name), os.O_WRONLY | os.O_CREAT)
+                owned.add(fd)
+                lane.submit(fd, name.encode())
+            for _ in range(burst):
+                fd = os.dup(devnull)
+                owned.add(fd)
+                lane.submit(fd)
+            closed = lane.closed
+            while lane.closed == closed and lane.pending:
+                pass
+            pid = os.fork()
+            if pid == 0:
+                child()
+            children.append(pid)
+
+        statuses = {}
+        deadline = time.monotonic() + 60
+        while len(statuses) < len(children) and time.monotonic() < deadline:
+            for pid in children:
+                if pid not in statuses:
+                    done, status = os.waitpid(pid, os.WNOHANG)
+                    if done:
+                        statuses[pid] = status
+            time.sleep(0.01)
+        hung = [pid for pid in children if pid not in statuses]
+        for pid in hung:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        refused = sum(os.WIFEXITED(s) and os.WEXITSTATUS(s) == 0
+                      for s in statuses.values())
+        lane.stop()
+        os.close(devnull)
+        print('children:', len(children), 'refused all:', refused,
+              'hung:', len(hung))
+        print('closed:', lane.closed == 50 * (2 + burst),
+              'failed:', lane.failed, 'owned:', len(owned))
+        '''
+        % str(tmp_path),
+        20000,
+    )
+    assert out.splitlines() == [
+        'children: 50 refused all: 50 hung: 0',
+        'closed: True failed: 0 owned: 0',
+    ]

@@ -24,13 +24,17 @@
  *
  * Locking: the mutex is only ever taken by a thread that holds the GIL (or
  * by a lane thread, which never takes the GIL), and no thread waits for the
- * GIL while holding the mutex.  So the two cannot deadlock.
+ * GIL while holding the mutex.  So the two cannot deadlock.  A forked
+ * child gets the mutex as it was at the fork, maybe held by a lane thread
+ * that does not exist there: every method and getter refuses in a child
+ * (check_usable) before it would lock it.
  *
  * The lane threads block every signal: signals go to the Python main
  * thread, where Python's handlers run.
  *
- * POSIX only (setup.py builds it there); elsewhere the extension closes on
- * Python threads.
+ * POSIX only (setup.py builds it there), and it refuses to load on a
+ * free-threaded Python (see PyInit__closelane); elsewhere the extension
+ * closes on Python threads.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -48,6 +52,16 @@
 /* how often an interruptible wait checks for Python signals */
 #define CHECK_SIGNALS_NS 50000000L
 
+/* macOS has no pthread_condattr_setclock(): timed waits there measure the
+ * wall clock, as they do wherever setting the monotonic clock fails.  A step
+ * of the wall clock then only moves the next check for signals (a step back
+ * delays it by as much); a finished close still wakes waiters at once.
+ * BACKGROUNDCLOSE_NO_CONDATTR_SETCLOCK builds that fallback anywhere, so that
+ * it is compiled and tested on Linux too. */
+#if defined(__APPLE__) || defined(BACKGROUNDCLOSE_NO_CONDATTR_SETCLOCK)
+#define NO_CONDATTR_SETCLOCK
+#endif
+
 struct entry {
 	int fd;
 	long long token;
@@ -63,6 +77,7 @@ typedef struct {
 	PyObject_HEAD pthread_mutex_t mutex;
 	pthread_cond_t work; /* lane threads wait for entries */
 	pthread_cond_t done; /* submitters wait for room, waiters for closes */
+	clockid_t doneclock; /* what deadlines of timed waits on done count */
 	int ready;           /* mutex and conditions initialised */
 
 	struct entry *ring;
@@ -205,9 +220,12 @@ static int wait_unlocked(Lane *self, enum waitfor what, long long through,
 		satisfied = wait_satisfied(self, what, through);
 		if (!satisfied && interruptible) {
 			struct timespec deadline;
-			long long at = now_ns() + CHECK_SIGNALS_NS;
-			deadline.tv_sec = (time_t)(at / 1000000000LL);
-			deadline.tv_nsec = (long)(at % 1000000000LL);
+			clock_gettime(self->doneclock, &deadline);
+			deadline.tv_nsec += CHECK_SIGNALS_NS;
+			if (deadline.tv_nsec >= 1000000000L) {
+				deadline.tv_sec++;
+				deadline.tv_nsec -= 1000000000L;
+			}
 			pthread_cond_timedwait(&self->done, &self->mutex,
 			                       &deadline);
 		} else if (!satisfied) {
@@ -317,7 +335,9 @@ static int Lane_init(Lane *self, PyObject *args, PyObject *kwds)
 	Py_ssize_t capacity;
 	int maxthreads, batch = 4;
 	PyObject *owned = Py_None, *names = Py_None;
+#ifndef NO_CONDATTR_SETCLOCK
 	pthread_condattr_t attr;
+#endif
 
 	if (self->ready) {
 		PyErr_SetString(PyExc_RuntimeError, "Lane already initialised");
@@ -358,12 +378,20 @@ static int Lane_init(Lane *self, PyObject *args, PyObject *kwds)
 		Py_INCREF(names);
 		self->names = names;
 	}
-	pthread_condattr_init(&attr);
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
 	pthread_mutex_init(&self->mutex, NULL);
 	pthread_cond_init(&self->work, NULL);
+	/* the monotonic clock where it can be had: a slice of a wait then
+	 * lasts its 50 ms whatever the wall clock does */
+	self->doneclock = CLOCK_REALTIME;
+#ifndef NO_CONDATTR_SETCLOCK
+	pthread_condattr_init(&attr);
+	if (pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0)
+		self->doneclock = CLOCK_MONOTONIC;
 	pthread_cond_init(&self->done, &attr);
 	pthread_condattr_destroy(&attr);
+#else
+	pthread_cond_init(&self->done, NULL);
+#endif
 	self->pid = getpid();
 	self->ready = 1;
 	return 0;
@@ -440,7 +468,9 @@ PyDoc_STRVAR(
     "token in\n"
     "the ``names`` dict.  Raises having done none of that when the lane "
     "stops or has\n"
-    "no thread; the descriptor is then still the caller's.");
+    "no thread, or when a Python signal handler raises while it waits for "
+    "room; the\n"
+    "descriptor is then still the caller's.");
 
 static PyObject *Lane_submit(Lane *self, PyObject *args, PyObject *kwds)
 {
@@ -461,9 +491,11 @@ static PyObject *Lane_submit(Lane *self, PyObject *args, PyObject *kwds)
 	if (self->nspent >= 64)
 		release_spent(self);
 	pthread_mutex_lock(&self->mutex);
-	/* not interruptible: closes of a full queue finish in bounded time,
-	 * and an interrupt here would leave the caller not knowing */
-	wait_unlocked(self, WAIT_ROOM, 0, 0);
+	/* interruptible: on a hard-mounted NFS server that went away, closes
+	 * never finish and Ctrl-C must still stop hg.  Raising here has done
+	 * nothing yet, so the descriptor is still the caller's and in owned. */
+	if (wait_unlocked(self, WAIT_ROOM, 0, 1) < 0)
+		return NULL;
 	if (self->stopping || self->nthreads == 0) {
 		pthread_mutex_unlock(&self->mutex);
 		PyErr_SetString(PyExc_RuntimeError,
@@ -603,10 +635,8 @@ static PyObject *Lane_failures(Lane *self, PyObject *args)
 	PyObject *result;
 	if (!PyArg_ParseTuple(args, "|n", &start))
 		return NULL;
-	if (!self->ready) {
-		PyErr_SetString(PyExc_RuntimeError, "Lane not initialised");
+	if (check_usable(self) < 0)
 		return NULL;
-	}
 	pthread_mutex_lock(&self->mutex);
 	count = self->nfailures;
 	pthread_mutex_unlock(&self->mutex);
@@ -630,10 +660,13 @@ static PyObject *Lane_failures(Lane *self, PyObject *args)
 	return result;
 }
 
-/* counters, read under the mutex */
+/* counters, read under the mutex; in a forked child, refused rather than
+ * the parent's numbers read under a mutex nobody there may ever release */
 static PyObject *get_counter(Lane *self, void *which)
 {
 	long long value = 0;
+	if (check_usable(self) < 0)
+		return NULL;
 	pthread_mutex_lock(&self->mutex);
 	switch ((intptr_t)which) {
 	case 0:
@@ -665,6 +698,8 @@ static PyObject *get_counter(Lane *self, void *which)
 static PyObject *get_seconds(Lane *self, void *which)
 {
 	long long value;
+	if (check_usable(self) < 0)
+		return NULL;
 	pthread_mutex_lock(&self->mutex);
 	value = (intptr_t)which ? self->maxns : self->totalns;
 	pthread_mutex_unlock(&self->mutex);
@@ -813,9 +848,27 @@ static struct PyModuleDef closelane_module = {
     NULL,
 };
 
+/* Free-threaded builds (3.13t): the lane is not safe without the GIL.
+ * failures() reads the array of failures after dropping the mutex, and only
+ * the GIL keeps a submit() on another thread from reallocating it meanwhile.
+ * The locking argument at the top needs the GIL too: without it, a thread
+ * blocked on the mutex is still attached, so a stop-the-world pause (the
+ * garbage collector's) waits for it, while the thread holding the mutex
+ * waits for the pause to end as it touches the owned set or the names dict.
+ * With single-phase init there is no Py_mod_gil slot to say so; left alone,
+ * the import would turn the GIL back on for the whole process (with a
+ * RuntimeWarning), or under PYTHON_GIL=0 run the lane without it.  So the
+ * module refuses to load there, and closer.py closes on Python threads: with
+ * no GIL to take back after each close, they no longer cost the writer the
+ * hand-offs this module exists to avoid. */
 PyMODINIT_FUNC PyInit__closelane(void)
 {
 	PyObject *module;
+#ifdef Py_GIL_DISABLED
+	PyErr_SetString(PyExc_ImportError,
+	                "_closelane needs the GIL, and this Python runs without");
+	return NULL;
+#endif
 	if (PyType_Ready(&LaneType) < 0)
 		return NULL;
 	module = PyModule_Create(&closelane_module);
