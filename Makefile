@@ -22,7 +22,7 @@ OLDEST := $(firstword $(MATRIX))
 UNSUPPORTED ?= 6.4.5
 
 .PHONY: all test unit cram demo shim venv clean test-matrix test-oldest \
-	test-unsupported soak \
+	test-unsupported test-python soak \
 	bench bench-full bench-cg bench-releases
 
 all: test
@@ -74,6 +74,24 @@ test-matrix:
 	done; \
 	if [ -n "$$failed" ]; then echo "FAILED:$$failed"; exit 1; fi; \
 	echo "all passed: $(MATRIX)"
+
+# the whole suite on the oldest and the newest Python that Mercurial 7.2
+# runs on, each in its own virtualenv, from pyenv's builds; a version pyenv
+# does not have is skipped with a message
+PYTHONS ?= 3.9 3.13
+PYENV_VERSIONS := $(shell pyenv root 2>/dev/null || echo $(HOME)/.pyenv)/versions
+test-python:
+	@for v in $(PYTHONS); do \
+		py=$$(ls -d $(PYENV_VERSIONS)/$$v.*/bin/python3 2>/dev/null \
+			| sort -V | tail -1); \
+		if [ -z "$$py" ]; then \
+			echo "=== Python $$v: skipped, pyenv has no such build"; \
+			continue; \
+		fi; \
+		echo "=== Python $$v ($$py)"; \
+		$(MAKE) --no-print-directory test PYTHON=$$py \
+			VENV=build/venv-py$$v || exit 1; \
+	done
 
 # reliability soak (not part of make test, about 10 minutes): 50 applies in
 # a row with random latencies, policies and injected close failures, then

@@ -163,7 +163,6 @@ from . import (
 __version__ = b'0.1.0'
 testedwith = b'6.5 6.6 6.7 6.8 6.9 7.0 7.1 7.2'
 minimumhgversion = b'6.5'
-buglink = b'https://github.com/hg-backgroundclose/hg-backgroundclose/issues'
 
 configtable = {}
 configitem = registrar.configitem(configtable)
