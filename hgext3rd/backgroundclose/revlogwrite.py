@@ -81,8 +81,10 @@ class RevlogSession:
     SKIP = 1024
 
     def __init__(self, repo, expectedcount=-1):
-        # descriptors opened for the lane and not handed over yet
+        # descriptors opened for the lane and not handed over yet, and the
+        # file object over each (it does not own its descriptor)
         self.rawfds = set()
+        self.rawfiles = {}
         self.closer = closermod.Closer(
             expectedcount=expectedcount,
             tracknames=True,
@@ -135,6 +137,24 @@ class RevlogSession:
             if name is not None:
                 closer.wait_for(name)
 
+    def discard(self, fd):
+        """on a failing path: close ``fd``, but first make the file object
+        over it forget what it still buffers.  Closing only the number
+        would leave that file object to flush its buffer, whenever it is
+        finalized, into whatever file has taken the number by then (in a
+        long-lived process: any file at all)."""
+        fp = self.rawfiles.pop(fd, None)
+        if fp is not None:
+            # closefd=False: this marks it closed, and a closed buffered
+            # file never flushes again; the descriptor stays open
+            closermod.close_quietly(getattr(fp, 'raw', fp))
+        self.closer.close_quietly(fd)
+
+    def handing_over(self, fd):
+        """``fd``'s file object is flushed and closed: the closer takes
+        the descriptor alone"""
+        self.rawfiles.pop(fd, None)
+
     def finish(self, failing):
         """every close done (before a rollback, on failure), then, on
         failure, the descriptors an interrupt kept from the closer"""
@@ -142,7 +162,8 @@ class RevlogSession:
             self.closer.finish(failing)
         finally:
             if failing:
-                self.closer.close_leftovers()
+                for fd in list(self.rawfds):
+                    self.discard(fd)
 
     def summary(self):
         """the debug line: what the closer did"""
@@ -182,15 +203,19 @@ class DeferredCloseFile(closermod.HandedOverFile):
                 closermod.flush_for_handover(fp, self._path)
                 fp.close()  # flushed already: only marks it closed
             except BaseException:
-                closer.close_quietly(fd)
+                # interrupted or failed while flushing: fp may still
+                # hold bytes, and must never write them after fd is closed
+                self._session.discard(fd)
                 raise
+            self._session.handing_over(fd)
             closer.close(fd, self._path)
         self._session.closed_one()
 
     def _close_here(self):
         super()._close_here()
         if self._fd is not None:
-            self._session.closer.close_quietly(self._fd)
+            # fp was closed first (flushed into fd, still its file)
+            self._session.discard(self._fd)
 
     def __del__(self):
         # core leaves a file to the garbage collector now and then; ours
@@ -354,6 +379,7 @@ def posixfile(orig, name, mode=b'r', buffering=-1, *args, **kwargs):
         session.closer.close_quietly(fd)
         raise
     session.openedfd = fd
+    session.rawfiles[fd] = fp
     return fp
 
 

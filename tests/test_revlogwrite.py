@@ -1,0 +1,112 @@
+# test_revlogwrite.py - the changegroup seam's file objects, on failing paths
+#
+# Copyright 2026 hg-backgroundclose contributors
+#
+# This software may be used and distributed according to the terms of the
+# GNU General Public License version 2 or any later version.
+"""A revlog opened for the C lane is a buffered file object over a
+descriptor it does not own.  When a step fails or is interrupted, the
+descriptor is closed on the spot; the file object must never flush what it
+still buffers afterwards, into whatever file has taken the number by then
+(in the command server, chg or TortoiseHg: any file of the process)."""
+
+import gc
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
+
+from mercurial import hg, ui as uimod  # noqa: E402
+
+from hgext3rd.backgroundclose import (  # noqa: E402
+    closer as closermod,
+    revlogwrite,
+)
+
+PAYLOAD = b'revlog bytes still buffered\n' * 10
+
+
+@pytest.fixture
+def session(tmp_path, monkeypatch):
+    ui = uimod.ui.load()
+    for name, value in (
+        (b'backgroundclosemaxthreadcount', b'4'),
+        (b'backgroundclosethreshold', b'30'),
+        (b'backgroundclosenative', b'yes'),
+        (b'backgroundclose', b'yes'),
+        (b'backgroundcloseminfilecount', b'0'),
+    ):
+        ui.setconfig(b'worker', name, value, b'test')
+    repo = hg.repository(ui, os.fsencode(str(tmp_path / 'repo')), create=True)
+    session = revlogwrite.RevlogSession(repo)
+    # what vfsopen() sets while the store's vfs opens a revlog
+    monkeypatch.setattr(revlogwrite, '_session', session)
+    yield session
+    session.closer.settle()
+
+
+def open_revlog(session, name):
+    """a revlog opened for writing as posixfile() opens it for the lane"""
+    path = session.rawvfs.join(name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    session.rawopening = path
+    fp = revlogwrite.posixfile(open, path, b'ab')
+    fd = session.openedfd
+    session.openedfd = session.rawopening = None
+    assert fd is not None and fd in session.rawfds
+    return revlogwrite.DeferredCloseFile(fp, session, name, fd), fd
+
+
+def reuse_number(fd, tmp_path):
+    """an unrelated file that takes the number ``fd`` had"""
+    other = tmp_path / 'unrelated'
+    newfd = os.open(str(other), os.O_WRONLY | os.O_CREAT, 0o644)
+    assert newfd == fd, 'the number was not reused: the test proves nothing'
+    return other, newfd
+
+
+def test_interrupted_flush_never_writes_into_a_reused_number(
+    session, tmp_path, monkeypatch
+):
+    revlog, fd = open_revlog(session, b'data/a.i')
+    revlog.write(PAYLOAD)  # buffered: nothing reached the file yet
+
+    def interrupted(fp, name):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(closermod, 'flush_for_handover', interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        revlog.close()
+    assert fd not in session.rawfds
+    other, newfd = reuse_number(fd, tmp_path)
+    del revlog
+    gc.collect()  # finalizes the file object, if anything still holds it
+    os.close(newfd)
+    assert other.read_bytes() == b''
+
+
+def test_leftovers_of_a_failed_step_never_write_into_a_reused_number(
+    session, tmp_path
+):
+    # a step fails with a revlog open (an interrupt kept it from the
+    # closer): finish() closes the descriptors left in rawfds
+    revlog, fd = open_revlog(session, b'data/b.i')
+    revlog.write(PAYLOAD)
+    session.finish(failing=True)
+    assert fd not in session.rawfds
+    other, newfd = reuse_number(fd, tmp_path)
+    del revlog
+    gc.collect()
+    os.close(newfd)
+    assert other.read_bytes() == b''
+
+
+def test_a_revlog_closed_normally_keeps_its_bytes(session, tmp_path):
+    revlog, fd = open_revlog(session, b'data/c.i')
+    revlog.write(PAYLOAD)
+    revlog.close()
+    session.finish(failing=False)
+    assert session.rawfds == set() and session.rawfiles == {}
+    assert session.rawvfs.read(b'data/c.i') == PAYLOAD
