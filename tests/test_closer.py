@@ -682,3 +682,96 @@ def test_a_forked_child_inherits_no_live_closer(tracknames):
     closer.finish()
     assert ('child', 0) not in closed
     assert len(closed) == 20 * 12
+
+
+def test_a_thread_interrupted_in_its_start_is_still_waited_for(monkeypatch):
+    # Thread.start() makes the thread, then waits for it to run: a Ctrl-C
+    # there leaves a running worker that finishing must still wait for
+    original = threading.Thread.start
+    interrupted = []
+
+    def start(thread):
+        original(thread)
+        if thread.name.startswith('backgroundclose-') and not interrupted:
+            interrupted.append(thread)
+            raise KeyboardInterrupt
+
+    files = Files(latency=0.01)
+
+    def close(target):
+        if threading.current_thread() in interrupted:
+            time.sleep(0.3)  # still closing when the others are done
+        files.close(target)
+
+    # a worker slower than the submitter: the queue passes half of maxqueue
+    # and the pool grows
+    closer = Closer(closefn=close, fdroom=None, policy=closermod.BACKGROUND,
+                    threads=1, maxthreads=8, maxqueue=16, window=1)
+    monkeypatch.setattr(threading.Thread, 'start', start)
+    with pytest.raises(KeyboardInterrupt):
+        for target in range(200):
+            closer.close(target)  # the pool grows: one start interrupted
+    monkeypatch.setattr(threading.Thread, 'start', original)
+    assert interrupted, 'no start was interrupted: the test proves nothing'
+    run_bounded(closer.settle)
+    assert not any(t.is_alive() for t in interrupted)
+    assert not [t for t in threading.enumerate()
+                if t.name.startswith('backgroundclose-') and t.is_alive()]
+    assert sorted(files.closed) == list(range(len(files.closed)))
+
+
+def test_a_stale_background_flag_never_queues_into_no_pool(monkeypatch):
+    # a second submitter read ``background`` unlocked just before the
+    # switch found no thread would start: its file is closed here, never
+    # queued where no worker will take it
+    refusing_threads(monkeypatch, 0)
+    files = Files()
+    closer = closer_for(files, policy=closermod.BACKGROUND)
+    assert closer.mode == closermod.INLINE and not closer._workers
+    closer.background = True  # what the other submitter saw
+    closer.close('late', 'data/late.i')
+    assert files.closed == ['late']
+    run_bounded(closer.finish)
+
+
+@pytest.mark.skipif(not hasattr(os, 'fork'), reason='needs os.fork')
+def test_a_forked_child_meets_no_parent_lock_and_no_parent_error():
+    closer = Closer(policy=closermod.BACKGROUND, closefn=lambda t: None,
+                    fdroom=None)
+    closer.record(closermod.FileError('data/parent.i', OSError(5, 'EIO')))
+    held = threading.Event()
+    release = threading.Event()
+
+    def hold_the_book():
+        with closer._book._lock:
+            held.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold_the_book)
+    holder.start()
+    held.wait(10)
+    pid = os.fork()
+    if pid == 0:
+        status = 1
+        try:
+            closer.close('child')  # no FileError of the parent's
+            closer.stats()
+            closer.finish()
+            status = 0
+        finally:
+            os._exit(status)
+    release.set()
+    holder.join()
+    deadline = time.monotonic() + 20
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail('the forked child hangs')
+        time.sleep(0.01)
+    assert os.waitstatus_to_exitcode(status) == 0
+    with pytest.raises(closermod.FileError):
+        closer.finish()

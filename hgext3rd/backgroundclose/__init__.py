@@ -29,6 +29,10 @@ its closes to one closer:
   the writing thread no longer waits for closes;
 - at no time are more than ``worker.backgroundclosemaxqueue`` files waiting
   to be closed (fewer if the process's descriptor limit is low);
+- where the system refuses to start a thread (a process limit in a
+  container, little address space), the closer keeps the threads that
+  started, or closes on the writing thread when none did, and the command
+  goes on;
 - a failed close is reported (``abort: error closing <file>: <reason>``) and
   the apply aborts, whichever thread the close ran on;
 - a failed or interrupted apply removes the files it wrote to the store
@@ -124,7 +128,8 @@ The extension adds:
   that lock back after every close, and at a few hundred microseconds per
   close those hand-offs cost the writing thread more than they save.
   Where the C part could not be built (no compiler when installing, or
-  not a POSIX system), or with ``false``, Python threads close them.
+  not a POSIX system), on a free-threaded Python (the C part refuses to
+  load there), or with ``false``, Python threads close them.
   Working-copy files and the files of other stream formats are always
   closed on Python threads. (default: true)
 
@@ -133,8 +138,9 @@ The extension adds:
   ``json`` for JSON, ``false`` for never.  Unset, the table is printed in
   verbose mode only.
 
-Settings are checked before anything is written; a bad value aborts with a
-message naming the setting.  Without the extension, core Mercurial ignores
+Settings are checked before anything is written, when a pull, clone,
+update, merge or changegroup apply (:hg:`unbundle`, a push on the server)
+begins; a bad value aborts with a message naming the setting.  Without the extension, core Mercurial ignores
 the added settings.
 """
 

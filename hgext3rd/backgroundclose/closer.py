@@ -94,7 +94,10 @@ def _disown_after_fork():
     locks may have been held by one of them at the fork; nothing of a
     closer the parent had may be waited for, locked or closed by the child"""
     for closer in list(_live):
-        closer._disown()
+        try:
+            closer._disown()
+        except Exception:  # one closer's failure must not spare the others
+            pass
 
 
 if hasattr(os, 'register_at_fork'):
@@ -180,6 +183,10 @@ class StatsBook:
             with self._lock:
                 self._tables.append(table)
         return table
+
+    def disown(self):
+        """in a forked child: a parent's thread may have held the lock"""
+        self._lock = threading.Lock()
 
     def merged(self):
         total = {name: OpStat() for name in self._names}
@@ -326,6 +333,10 @@ class Closer:
         self._roomwaiters = 0
         self._stopping = False
         self._workers = []
+        # threads started and not yet returned from _worker(); shutdown()
+        # waits for none to be left, then joins them
+        self._launched = 0
+        self._exited = threading.Condition(self._lock)
         self._errors = []
         self._raised = 0  # how many of _errors were already raised
         self._owner = threading.get_ident()  # pending errors are raised here
@@ -458,7 +469,9 @@ class Closer:
         ``name`` is used in the error if the close fails.  The file must not
         be used by the caller after this call, even when it raises: the file
         is always closed or handed over first, then an earlier background
-        failure is raised (on the owner thread only).
+        failure is raised (on the owner thread only).  The one exception:
+        an interrupt while a descriptor waits for room on the C lane leaves
+        it open and in ``owned``, the submitter's to clean up.
         """
         self._submit(target, name)
         if self._lane is not None:
@@ -485,10 +498,19 @@ class Closer:
                 probing = outcome is _PROBE
         elif self.background and not self._stopping:
             handed = False
+            here = False
             try:
                 with self._lock:
                     try:
-                        if self._probeleft:
+                        if (
+                            not self.background
+                            or self._stopping
+                            or not self._workers
+                        ):
+                            # read unlocked above: meanwhile no thread
+                            # could be started, or the closer stopped
+                            here = True
+                        elif self._probeleft:
                             self._probeleft -= 1
                             probing = True
                         else:
@@ -513,7 +535,7 @@ class Closer:
                 if not handed and not probing:
                     close_quietly(target, self._closefn)
                 raise
-            if not probing:
+            if handed:
                 stat.add(clock() - start)
                 return
         try:
@@ -622,11 +644,18 @@ class Closer:
         # switches, after about ten closes
         sample = min(duration, self.threshold * self.OUTLIER)
         self.estimate += (sample - self.estimate) * self.SMOOTHING
-        if self.estimate <= self.threshold:
+        if self.estimate <= self.threshold or self._threadless:
             return
         with self._lock:
             if self.background or self._threadless:
                 return
+            # threads first: other submitters read ``background`` unlocked
+            # and must find a pool behind it
+            running = self._running()
+            if running < self.threads:
+                self._start_workers(self.threads - running)
+            if not self._running():
+                return  # none could be started: inline for good
             self.background = True
             self.switches += 1
             self._probeat = self._probeevery = self.PROBE_FIRST
@@ -634,9 +663,6 @@ class Closer:
             # size the pool from the close just measured: the smoothed
             # estimate lags far behind a latency that is high from the start
             self.latency = max(self.latency, duration)
-            running = self._running()
-            if running < self.threads:
-                self._start_workers(self.threads - running)
             self._wincount = 0
             self._winstart = self._clock()
 
@@ -704,13 +730,18 @@ class Closer:
                 name='backgroundclose-%d' % len(self._workers),
             )
             worker.daemon = True
+            # listed and counted before start(): an interrupt inside
+            # start() lands once the thread runs, and it must be waited for
+            self._workers.append(worker)
+            self._launched += 1
             try:
                 worker.start()
-            except RuntimeError:  # "can't start new thread"
+            except (RuntimeError, MemoryError):  # "can't start new thread"
+                # no thread exists: forget it
+                self._workers.pop()
+                self._launched -= 1
                 self._refused(len(self._workers))
                 return
-            # only a started thread is ever joined
-            self._workers.append(worker)
 
     def _refused(self, running):
         """the system started only ``running`` threads of those asked"""
@@ -723,7 +754,6 @@ class Closer:
     def _worker(self):
         clock = self._clock
         closefn = self._closefn
-        stat = self._book.mine()['close-background']
         lock = self._lock
         items = self._items
         # one critical section per close: account for the last close and
@@ -731,6 +761,7 @@ class Closer:
         # once per close
         lock.acquire()
         try:
+            stat = self._book.mine()['close-background']
             while True:
                 while not items:
                     if self._stopping:
@@ -756,6 +787,8 @@ class Closer:
                 if self._roomwaiters:
                     self._room.notify_all()
         finally:
+            self._launched -= 1
+            self._exited.notify_all()
             lock.release()
 
     # completion ---------------------------------------------------------
@@ -892,6 +925,10 @@ class Closer:
         with self._lock:
             self._stopping = True
             self._work.notify_all()
+            # every thread ever started, listed or not, has returned from
+            # _worker() (one interrupted inside its start() included)
+            while self._launched:
+                self._exited.wait()
         for worker in self._workers:
             worker.join()
         lane = self._lane
@@ -907,11 +944,20 @@ class Closer:
         self._lock = threading.Lock()
         self._work = threading.Condition(self._lock)
         self._room = threading.Condition(self._lock)
+        self._exited = threading.Condition(self._lock)
+        self._book.disown()
+        # the parent's queued files stay referenced, never finalized here:
+        # a file object's finalizer would flush its buffer into the file
+        # the child shares with the parent
+        self._abandoned = self._items
         self._items = collections.deque()
         self._pending = 0
         self._idle = 0
         self._roomwaiters = 0
         self._workers = []
+        self._launched = 0
+        # the parent's failures are the parent's to raise
+        self._raised = len(self._errors)
         self._stopping = True
         self._threadless = True
         self.background = False
@@ -927,7 +973,7 @@ class Closer:
         return self
 
     def __exit__(self, exc_type, exc_value, exc_tb):
-        self.shutdown()
+        self.settle()
         if exc_type is None and self._raised < len(self._errors):
             self._raise_pending()
         return False

@@ -143,11 +143,13 @@ class RevlogSession:
         would leave that file object to flush its buffer, whenever it is
         finalized, into whatever file has taken the number by then (in a
         long-lived process: any file at all)."""
-        fp = self.rawfiles.pop(fd, None)
+        fp = self.rawfiles.get(fd)
         if fp is not None:
             # closefd=False: this marks it closed, and a closed buffered
-            # file never flushes again; the descriptor stays open
+            # file never flushes again; the descriptor stays open.  Only
+            # then is it forgotten: an interrupt in between leaves it here
             closermod.close_quietly(getattr(fp, 'raw', fp))
+            self.rawfiles.pop(fd, None)
         self.closer.close_quietly(fd)
 
     def handing_over(self, fd):
