@@ -833,6 +833,22 @@ class Closer:
                 self._errors.append(FileError(name, exc))
                 self._lanefailures += 1
 
+    def failed(self):
+        """whether any close failed, or any failure was recorded, so far"""
+        self._collect_lane_failures()
+        return bool(self._errors)
+
+    def raise_failure(self):
+        """on the owner thread: raise the first failure not raised yet, if
+        any (a thread that writes but never submits, the main thread of a
+        parallel apply, asks here)"""
+        self._collect_lane_failures()
+        if (
+            self._raised < len(self._errors)
+            and threading.get_ident() == self._owner
+        ):
+            self._raise_pending()
+
     def _raise_pending(self):
         error = self._errors[self._raised]
         self._raised = len(self._errors)

@@ -40,6 +40,12 @@ STREAM_CONSUMERS = tuple(
 # wrote through vfs(name, b'w') like v3 still does.
 HAS_WRITE_FILES = hasattr(streamclone, '_write_files')
 
+# The main thread of a (parallel) stream v2 apply prepares each file through
+# the vfs before a writer thread writes it (Mercurial 7.0 and later).
+HAS_PREPARE_STREAMED_FILE = hasattr(
+    vfsmod.abstractvfs, 'prepare_streamed_file'
+)
+
 
 # The changegroup unpackers that define _unpackmanifests: cg3unpacker adds
 # tree manifests (one revlog per directory) after calling cg1unpacker's.

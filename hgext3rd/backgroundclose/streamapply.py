@@ -226,6 +226,12 @@ class ApplySession:
         # main thread, which raises them when it drains the closer
         onmain = threading.current_thread() is threading.main_thread()
         for path, mode, data in info:
+            if not onmain and closer.failed():
+                # the apply has failed: write nothing more, only keep the
+                # stream in step until the main thread stops reading it
+                for _chunk in data:
+                    pass
+                continue
             self._opening = path
             fd = None
             start = clock()
@@ -474,6 +480,20 @@ def makedirs(orig, name, *args, **kwargs):
         session.book.mine()['mkdir'].add(util.timer() - start)
 
 
+def prepare_streamed_file(orig, self, *args, **kwargs):
+    """the main thread reads the stream and prepares each file before a
+    writer thread writes it (stream v2, Mercurial 7.0 and later): stop
+    reading at the first failure a writer thread recorded, instead of
+    downloading the rest of the stream for nothing"""
+    session = _session
+    if (
+        session is not None
+        and threading.current_thread() is threading.main_thread()
+    ):
+        session.closer.raise_failure()
+    return orig(self, *args, **kwargs)
+
+
 def write_files(orig, info):
     session = _session
     if session is None:
@@ -487,6 +507,9 @@ _SESSION_SEAMS = [
     (util, 'makedirs', makedirs),
     (streamclone, '_write_files', write_files)
     if compat.HAS_WRITE_FILES
+    else None,
+    (vfsmod.abstractvfs, 'prepare_streamed_file', prepare_streamed_file)
+    if compat.HAS_PREPARE_STREAMED_FILE
     else None,
 ]
 
