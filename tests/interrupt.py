@@ -7,7 +7,8 @@
 """usage: interrupt.py SIGNAL WATCHDIR COUNT -- HG-ARGS...
 
 (SIGNAL NONE: no signal, for the same checks after a command that ran to
-its end.)
+its end; INTx2 or TERMx2: the signal twice, 50 ms apart, as a user who
+presses Ctrl-C twice.)
 
 Runs ``hg HG-ARGS`` through Mercurial's dispatcher in this very process, so
 that what the command leaves behind in the process can be checked: once
@@ -79,6 +80,9 @@ def main(argv):
     signame, watchdir, count, sep = argv[:4]
     assert sep == '--', 'usage: see the module docstring'
     hgargs = [pycompat.fsencode(a) for a in argv[4:]]
+    times = 1
+    if signame.endswith('x2'):
+        signame, times = signame[:-2], 2
     signum = None if signame == 'NONE' else getattr(signal, 'SIG' + signame)
     count = int(count)
     sent = []
@@ -100,6 +104,12 @@ def main(argv):
                     # listed after the signal was sent: what the command
                     # created while the listing above ran is not "after"
                     atsignal.update(list_files(watchdir))
+                    if times == 2:
+                        # lands in whatever the first one started: the
+                        # closer's finishing, a rollback
+                        finished.wait(0.05)
+                        if not finished.is_set():
+                            os.kill(os.getpid(), signum)
                     break
             time.sleep(0.005)
         while sent and not finished.is_set():

@@ -178,3 +178,62 @@ and takes the bundle afterwards:
   cg-yes: 1
   cg-yes-python: 1
   cg-term: 1
+
+Ctrl-C pressed twice, 50 ms apart: the second one lands while the first is
+being handled (the closer finishing, the files being taken back, the
+rollback).  On both pools, no descriptor is closed twice or left open, and
+the repository is as before:
+
+  $ for native in yes no; do
+  >   for format in v1 v2; do
+  >     hg init twice-$format-$native
+  >     interrupt INTx2 twice-$format-$native -R twice-$format-$native -q \
+  >       debugapplystreamclonebundle $format.hg \
+  >       --config worker.backgroundclose=yes \
+  >       --config worker.backgroundclosenative=$native \
+  >       --config worker.backgroundcloseminfilecount=0 2>&1 | grep -v '^interrupted!$'
+  >     asnew twice-$format-$native
+  >   done
+  >   hg init twice-cg-$native
+  >   interrupt INTx2 twice-cg-$native -R twice-cg-$native -q unbundle cg.hg \
+  >     --config worker.backgroundclose=yes \
+  >     --config worker.backgroundclosenative=$native 2>&1 | grep -v '^interrupted!$\|^transaction abort!$\|^rollback completed$'
+  >   hg -R twice-cg-$native verify -q
+  >   hg -R twice-cg-$native log -r tip -T '{rev}\n'
+  > done
+  exit 255
+  signalled while running: True
+  stopped writing at the signal: True
+  threads as before: True
+  descriptors as before: True
+  twice-v1-yes: as new
+  exit 255
+  signalled while running: True
+  stopped writing at the signal: True
+  threads as before: True
+  descriptors as before: True
+  twice-v2-yes: as new
+  exit 255
+  signalled while running: True
+  stopped writing at the signal: True
+  threads as before: True
+  descriptors as before: True
+  -1
+  exit 255
+  signalled while running: True
+  stopped writing at the signal: True
+  threads as before: True
+  descriptors as before: True
+  twice-v1-no: as new
+  exit 255
+  signalled while running: True
+  stopped writing at the signal: True
+  threads as before: True
+  descriptors as before: True
+  twice-v2-no: as new
+  exit 255
+  signalled while running: True
+  stopped writing at the signal: True
+  threads as before: True
+  descriptors as before: True
+  -1

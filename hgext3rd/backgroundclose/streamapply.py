@@ -338,8 +338,11 @@ class SessionCloser:
             self._session.check_complete()
         else:
             # failing: take the files back now, inside the transaction, so
-            # that its abort runs with the disk space they used
-            self._session.closer.wait()
+            # that its abort runs with the disk space they used; but only
+            # once every thread is done (settle() absorbs a second Ctrl-C
+            # meanwhile), or take_back() would close descriptors a worker
+            # is about to close too
+            self._session.closer.settle()
             self._session.take_back()
         return False
 
