@@ -4,8 +4,8 @@ Stream clones over ssh and http, and unbundling a stream bundle
   $ . "$TESTDIR/setup.sh"
   $ makerepo src 300
 
-hg clone --stream over ssh uses stream v2; the report is printed with
---verbose, or always with worker.backgroundclosereport:
+hg clone --stream over ssh uses stream v2; the report is printed when
+worker.backgroundclosereport asks for it:
 
   $ hg clone -U --stream ssh://user@dummy/src ssh-clone \
   >   --config worker.backgroundclosereport=yes
@@ -22,9 +22,29 @@ hg clone --stream over ssh uses stream v2; the report is printed with
     closer: * (glob)
   $ hg -R ssh-clone verify -q
 
-  $ hg clone -v --stream ssh://user@dummy/src ssh-verbose | grep -e '^stream apply' -e '^  closer'
-  stream apply (v2): * files, * in * (*/s, * files/s) (glob)
-    closer: * (glob)
+
+Not in verbose mode alone, nor with --debug: the extension adds nothing to
+core's output unless asked (Mercurial's own tests read that output), and a
+closer that started no thread prints no debug line either:
+
+  $ hg clone -v --stream ssh://user@dummy/src ssh-verbose | grep -c -e '^stream apply' -e '^backgroundclose:'
+  0
+  [1]
+  $ hg clone --debug --stream ssh://user@dummy/src ssh-debug | grep -c -e '^stream apply' -e '^backgroundclose:'
+  0
+  [1]
+
+A closer that started threads says so with --debug, in place of core's
+"starting 4 threads for background file closing" (here the changegroup's
+revlogs, manifests then files, and the update after the clone, here in
+one process):
+
+  $ hg clone --debug ssh://user@dummy/src pulled \
+  >   --config worker.backgroundclose=yes --config worker.enabled=no \
+  >   --config worker.backgroundcloseminfilecount=0 | grep '^backgroundclose:'
+  backgroundclose: * revlog closes (* on threads), background mode, * threads, 0 switches, 0 opens left to core (glob)
+  backgroundclose: 300 revlog closes (300 on threads), background mode, 4 native threads, 0 switches, 0 opens left to core
+  backgroundclose: 300 working-copy closes (300 on threads), background mode, 4 threads, 0 switches
   $ hg -R ssh-verbose verify -q
   $ hg -R ssh-verbose status
   $ hg -R ssh-verbose files | wc -l
@@ -88,7 +108,8 @@ hg unbundle of a stream bundle into an empty repository:
 
   $ hg -R src bundle -q -a --type 'none-v2;stream=v2' stream.hg
   $ hg init unbundled
-  $ hg -R unbundled unbundle -v stream.hg | grep -e '^stream apply' -e '^  closer'
+  $ hg -R unbundled unbundle stream.hg --config worker.backgroundclosereport=yes \
+  >   | grep -e '^stream apply' -e '^  closer'
   stream apply (v2): * files, * in * (*/s, * files/s) (glob)
     closer: * (glob)
   $ hg -R unbundled verify -q

@@ -57,8 +57,8 @@ The same closer serves the other two places that write many files:
   forked update workers.  Each file is flushed before its close is handed
   over, so that the size and time the dirstate records are final.
 
-``--debug`` prints a line per closer saying how many closes it handled and
-how many of them ran on threads.
+``--debug`` prints a line per closer that started threads, saying how many
+closes it handled and how many of them ran on threads.
 
 Enable it with::
 
@@ -78,8 +78,9 @@ object per apply holding ``format``, ``files``, ``bytes``, ``seconds``,
 ``ops`` and ``closer``.
 
 The same report is printed after :hg:`clone --stream` and :hg:`unbundle` of
-a stream bundle with ``--verbose``, or always with
-``worker.backgroundclosereport``.
+a stream bundle when ``worker.backgroundclosereport`` asks for it.  It is
+not printed in verbose mode without it: the extension adds nothing to
+core's output unless asked.
 
 Settings
 --------
@@ -135,8 +136,7 @@ The extension adds:
 
 ``backgroundclosereport``
   Print the timing report after every stream apply: ``true`` for the table,
-  ``json`` for JSON, ``false`` for never.  Unset, the table is printed in
-  verbose mode only.
+  ``json`` for JSON, ``false`` (or unset) for never.
 
 Settings are checked before anything is written, when a pull, clone,
 update, merge or changegroup apply (:hg:`unbundle`, a push on the server)

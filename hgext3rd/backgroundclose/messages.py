@@ -27,6 +27,15 @@ def file_abort(exc, name):
     )
 
 
+def debug_summary(ui, closer, what, extra=b''):
+    """with ``--debug``, after a closer that started threads: one line on
+    what it did (``what``, bytes, names the files).  Like core, which says
+    "starting N threads for background file closing" only when it does, a
+    closer that closed everything inline prints nothing."""
+    if closer.threadcount:
+        ui.debug(closer_summary(closer, what, extra))
+
+
 def closer_summary(closer, what, extra=b''):
     """the ``--debug`` line after a closer is done: ``what`` (bytes) names
     the files"""

@@ -167,9 +167,10 @@ class RevlogSession:
                 for fd in list(self.rawfds):
                     self.discard(fd)
 
-    def summary(self):
-        """the debug line: what the closer did"""
-        return messages.closer_summary(
+    def debug_summary(self, ui):
+        """the debug line: what the closer did, if it started threads"""
+        messages.debug_summary(
+            ui,
             self.closer,
             b'revlog',
             b', %d opens left to core' % self.skipped,
@@ -290,7 +291,7 @@ def step(orig, *args, **kwargs):
     except closermod.FileError as exc:
         # closed inline, raised on a later submission, or by finish()
         raise messages.file_abort(exc, exc.name) from exc
-    repo.ui.debug(session.summary())
+    session.debug_summary(repo.ui)
     return result
 
 

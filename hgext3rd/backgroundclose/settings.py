@@ -91,12 +91,13 @@ def native(ui):
 def report(ui):
     """how to print the timing report after a stream apply
 
-    ``worker.backgroundclosereport`` takes a boolean or ``json``; unset, the
-    report is shown as a table with --verbose only.
+    ``worker.backgroundclosereport`` takes a boolean or ``json``; unset, no
+    report (not in verbose mode either: Mercurial's own tests and users'
+    scripts read core's verbose output as it is)
     """
     value = ui.config(SECTION, b'backgroundclosereport')
     if value is None:
-        return REPORT_TEXT if ui.verbose else REPORT_OFF
+        return REPORT_OFF
     if value.strip().lower() == REPORT_JSON:
         return REPORT_JSON
     flag = stringutil.parsebool(value)

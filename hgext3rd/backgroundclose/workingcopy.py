@@ -48,7 +48,7 @@ class WorkingCopyCloser:
         except closermod.FileError as exc:
             raise messages.file_abort(exc, exc.name) from exc
         if not failing:
-            self.ui.debug(messages.closer_summary(self.closer, b'working-copy'))
+            messages.debug_summary(self.ui, self.closer, b'working-copy')
         return False
 
     def close(self, fh):
