@@ -541,6 +541,21 @@ def run_bounded(function, seconds=30):
     return value
 
 
+def child_exit(pid, seconds=20):
+    """the exit code of forked child ``pid``; a child still running after
+    ``seconds`` hangs: killed, and the test fails"""
+    deadline = time.monotonic() + seconds
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail('the forked child hangs')
+        time.sleep(0.01)
+
+
 def refusing_threads(monkeypatch, allowed):
     """threading.Thread.start succeeds ``allowed`` times, then fails as it
     does under a process limit"""
@@ -667,17 +682,7 @@ def test_a_forked_child_inherits_no_live_closer(tracknames):
                 status = 0 if ('child', 0) in closed else 2
             finally:
                 os._exit(status)
-        deadline = time.monotonic() + 20
-        while True:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                break
-            if time.monotonic() > deadline:
-                os.kill(pid, 9)
-                os.waitpid(pid, 0)
-                pytest.fail('the forked child hangs (round %d)' % round_)
-            time.sleep(0.01)
-        assert os.waitstatus_to_exitcode(status) == 0, round_
+        assert child_exit(pid) == 0, round_
     release.set()
     closer.finish()
     assert ('child', 0) not in closed
@@ -762,16 +767,6 @@ def test_a_forked_child_meets_no_parent_lock_and_no_parent_error():
             os._exit(status)
     release.set()
     holder.join()
-    deadline = time.monotonic() + 20
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        if time.monotonic() > deadline:
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
-            pytest.fail('the forked child hangs')
-        time.sleep(0.01)
-    assert os.waitstatus_to_exitcode(status) == 0
+    assert child_exit(pid) == 0
     with pytest.raises(closermod.FileError):
         closer.finish()
