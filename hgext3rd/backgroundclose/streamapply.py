@@ -388,7 +388,6 @@ def consumer(fmt):
     """a wrapper for streamclone.consumevN that runs it in a session"""
 
     def wrapper(orig, repo, fp, *args, **kwargs):
-        global _session
         if _session is not None:
             return orig(repo, fp, *args, **kwargs)
         # consumev1 and consumev2 are told the file and byte counts; v3 is
@@ -396,33 +395,43 @@ def consumer(fmt):
         expectedcount, expectedbytes = -1, None
         if fmt != b'v3' and len(args) >= 2:
             expectedcount, expectedbytes = args[0], args[1]
-        session = ApplySession(repo, fmt, expectedcount, expectedbytes)
-        _session = session
-        try:
-            with session.closer, seams.installed(_SESSION_SEAMS):
-                try:
-                    result = orig(repo, fp, *args, **kwargs)
-                finally:
-                    _session = None
-        except BaseException as exc:
-            # every file handed over is closed now (leaving the closer
-            # joined its threads): take back what the failed apply wrote
-            session.take_back()
-            if isinstance(exc, closermod.FileError):
-                raise session.abort(exc) from exc
-            if isinstance(exc, (ValueError, TypeError)):
-                # a NUL byte in a name, found by core's own file calls; or
-                # damage in the bundle2 container that Mercurial 6.5 chokes
-                # on (a negative payload chunk size: TypeError formatting
-                # its own message).  --traceback shows the original.
-                raise malformed.abort(
-                    stringutil.forcebytestr(exc)
-                ) from exc
-            raise
-        session.finish()
-        return result
+        # the store's lock from before the snapshot of what exists until
+        # after a failed apply is taken back (consumev1 releases its own
+        # lock on the way out): no other process writes meanwhile, and
+        # nothing another one wrote is taken back
+        with repo.lock():
+            session = ApplySession(repo, fmt, expectedcount, expectedbytes)
+            return _apply(session, orig, repo, fp, args, kwargs)
 
     return wrapper
+
+
+def _apply(session, orig, repo, fp, args, kwargs):
+    """run the consumer in ``session``; take back what it wrote if it
+    fails"""
+    global _session
+    _session = session
+    try:
+        with session.closer, seams.installed(_SESSION_SEAMS):
+            try:
+                result = orig(repo, fp, *args, **kwargs)
+            finally:
+                _session = None
+    except BaseException as exc:
+        # every file handed over is closed now (leaving the closer joined
+        # its threads): take back what the failed apply wrote
+        session.take_back()
+        if isinstance(exc, closermod.FileError):
+            raise session.abort(exc) from exc
+        if isinstance(exc, (ValueError, TypeError)):
+            # a NUL byte in a name, found by core's own file calls; or
+            # damage in the bundle2 container that Mercurial 6.5 chokes on
+            # (a negative payload chunk size: TypeError formatting its own
+            # message).  --traceback shows the original.
+            raise malformed.abort(stringutil.forcebytestr(exc)) from exc
+        raise
+    session.finish()
+    return result
 
 
 def active():
