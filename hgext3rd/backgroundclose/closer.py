@@ -474,13 +474,7 @@ class Closer:
         it open and in ``owned``, the submitter's to clean up.
         """
         self._submit(target, name)
-        if self._lane is not None:
-            self._collect_lane_failures()
-        if (
-            self._raised < len(self._errors)
-            and threading.get_ident() == self._owner
-        ):
-            self._raise_pending()
+        self.raise_failure()
 
     def _submit(self, target, name):
         clock = self._clock
@@ -498,7 +492,6 @@ class Closer:
                 probing = outcome is _PROBE
         elif self.background and not self._stopping:
             handed = False
-            here = False
             try:
                 with self._lock:
                     try:
@@ -508,8 +501,9 @@ class Closer:
                             or not self._workers
                         ):
                             # read unlocked above: meanwhile no thread
-                            # could be started, or the closer stopped
-                            here = True
+                            # could be started, or the closer stopped;
+                            # closed here, below
+                            pass
                         elif self._probeleft:
                             self._probeleft -= 1
                             probing = True
