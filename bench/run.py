@@ -50,6 +50,7 @@ OPERATIONS = {
     'v2-ssh': 'hg clone -U --stream over ssh (v2)',
     'v2-http': 'hg clone -U --stream over http (v2)',
     'v2-unbundle': 'hg unbundle of a none-v2;stream=v2 bundle',
+    'v3-unbundle': 'hg unbundle of a none-v2;stream=v3-exp bundle',
     'cg-unbundle': 'hg unbundle of a zstd-v2 changegroup bundle (all revisions)',
     'update': 'hg update from the null revision to tip (forked workers)',
 }
@@ -66,6 +67,7 @@ LATENCIES = ['0', '100', '700', '2000', 'tail']
 # parallel writers
 NOT_APPLICABLE = {
     ('v1-apply', 'core-parallel'),
+    ('v3-unbundle', 'core-parallel'),
     ('cg-unbundle', 'core-parallel'),
     ('update', 'core-parallel'),
 }
@@ -94,7 +96,7 @@ class Bench:
             stdout=subprocess.DEVNULL, **kwargs
         )
 
-    def prepare(self, files, name='src'):
+    def prepare(self, files, name='src', operations=()):
         src = os.path.join(self.work, name)
         subprocess.run(
             [sys.executable, common.CORPUS, '--hg', self.hg, '--files',
@@ -107,6 +109,9 @@ class Bench:
                    'none-v2;stream=v2', src + '.v2.hg')
         self.hgrun('-R', src, 'bundle', '-q', '-a', '--type', 'zstd-v2',
                    src + '.cg.hg')
+        if 'v3-unbundle' in operations:  # not in every release
+            self.hgrun('-R', src, 'bundle', '-q', '-a', '--type',
+                       'none-v2;stream=v3-exp', src + '.v3.hg')
         return src
 
     def prepare_update(self, src):
@@ -167,14 +172,14 @@ class Bench:
             self.hgrun('init', self.dest)
             cmd = [hg, '-R', self.dest] + extra + ['unbundle', src + '.cg.hg']
             return common.timed(cmd, env)[:2]
-        if op in ('v1-apply', 'v2-unbundle'):
+        if op in ('v1-apply', 'v2-unbundle', 'v3-unbundle'):
             self.hgrun('init', self.dest)
             if op == 'v1-apply':
                 cmd = [hg, '-R', self.dest] + extra + [
                     'debugapplystreamclonebundle', src + '.v1.hg']
             else:
                 cmd = [hg, '-R', self.dest] + extra + [
-                    'unbundle', src + '.v2.hg']
+                    'unbundle', src + '.%s.hg' % op[:2]]
         elif op == 'v2-ssh':
             cmd = [hg, 'clone', '-U', '--stream', '--ssh', common.DUMMYSSH,
                    '--config', 'ui.remotecmd=%s' % hg,
@@ -338,6 +343,10 @@ def main(argv=None):
     parser.add_argument('--tmpfs-size', default='4g')
     parser.add_argument('--out', default=os.path.join(common.HERE, 'results'))
     parser.add_argument('--name', default='latest')
+    parser.add_argument('--before', metavar='DIR',
+                        help="another copy of the extension's package "
+                        "(say, a worktree of an earlier commit): adds the "
+                        "config ext-before, that copy as users get it")
     parser.add_argument('--replot', metavar='JSON',
                         help='only redraw the plot of a saved result')
     args = parser.parse_args(argv)
@@ -351,6 +360,12 @@ def main(argv=None):
     latencies = args.latencies.split(',')
     operations = args.operations.split(',')
     configs = args.configs.split(',')
+    if args.before:
+        CONFIGS['ext-before'] = [
+            '--config', 'extensions.backgroundclose=%s'
+            % os.path.abspath(args.before)]
+        if 'ext-before' not in configs:
+            configs.append('ext-before')
     scaling = [int(n) for n in args.scaling.split(',') if n]
     started = time.time()
 
@@ -361,7 +376,7 @@ def main(argv=None):
                   % work)
         bench = Bench(args, work)
         print('building the %d-file corpus...' % args.files)
-        src = bench.prepare(args.files)
+        src = bench.prepare(args.files, operations=operations)
         count, size = store_size(src)
         if not args.no_references:
             bench.prepare_references(src)
@@ -394,7 +409,8 @@ def main(argv=None):
         shutil.rmtree(src + '.git', ignore_errors=True)
         shutil.rmtree(src, ignore_errors=True)
         shutil.rmtree(os.path.join(work, 'update'), ignore_errors=True)
-        for leftover in ('.v1.hg', '.v2.hg', '.cg.hg', '.store.tar'):
+        for leftover in ('.v1.hg', '.v2.hg', '.v3.hg', '.cg.hg',
+                         '.store.tar'):
             if os.path.exists(src + leftover):
                 os.unlink(src + leftover)
         # scaling: time per file grows linearly with the file count

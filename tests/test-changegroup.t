@@ -214,6 +214,11 @@ per worker):
   4
   $ grep -o 'working-copy closes ([0-9]* on threads)' clone.out | grep -vc '(0 on'
   4
+
+Each worker's closes run on C threads, which never take the GIL:
+
+  $ grep -c 'working-copy closes .* native threads' clone.out
+  4
   $ grep 'files updated' clone.out
   301 files updated, 0 files merged, 0 files removed, 0 files unresolved
   $ hg -R c verify -q

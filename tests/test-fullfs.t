@@ -15,9 +15,9 @@ skipped.
 
 Stream v2 writes through descriptors (Mercurial 7.0 and later), so the
 write itself fails; stream v1 (and v2 before 7.0) writes through buffered
-file objects, whose data may only reach the disk
-when they are closed.  Either way the apply aborts naming the file and the
-reason, with inline and background closing alike (on background threads,
+file objects, whose last bytes reach the disk when the file is flushed,
+on the writing thread before its close is handed over.  Either way the
+apply aborts naming the file and the reason, with inline and background closing alike (on background threads,
 which file meets the full disk first depends on when the threads close
 their files, so the name is not fixed there).  The files it wrote are
 taken back before the transaction aborts: the transaction needs a little
@@ -36,7 +36,7 @@ space to flush its journal (without that, core's abort fails with a bare
   >     rm -rf full/repo
   >   done
   > done
-  abort: error closing data/dom/gfx/widget/dom__213.c.i: No space left on device
+  abort: error writing data/dom/gfx/widget/dom__213.c.i: No space left on device
   exit 255
   full/repo: as new
   abort: error *ing data/dom/gfx/widget/dom__213.c.i: No space left on device (glob)

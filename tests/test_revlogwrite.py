@@ -22,6 +22,7 @@ from mercurial import hg, ui as uimod  # noqa: E402
 
 from hgext3rd.backgroundclose import (  # noqa: E402
     closer as closermod,
+    handover,
     revlogwrite,
 )
 
@@ -48,15 +49,22 @@ def session(tmp_path, monkeypatch):
 
 
 def open_revlog(session, name):
-    """a revlog opened for writing as posixfile() opens it for the lane"""
+    """a revlog opened for writing as the session's vfs open does it: the
+    store's vfs opens it through posixfile(), which opens it for the lane"""
     path = session.rawvfs.join(name)
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    session.rawopening = path
-    fp = revlogwrite.posixfile(open, path, b'ab')
-    fd = session.openedfd
-    session.openedfd = session.rawopening = None
-    assert fd is not None and fd in session.rawfds
-    return revlogwrite.DeferredCloseFile(fp, session, name, fd), fd
+
+    def vfsopen(vfs, name, mode):
+        return handover.posixfile(open, vfs.join(name), mode)
+
+    fp, fd = session.files.open_through(
+        vfsopen, session.rawvfs, name, b'ab', {}
+    )
+    assert fd is not None and fd in session.files.fds
+    revlog = handover.HandedOverFile(
+        fp, session.closer, name, fd, session.files
+    )
+    return revlog, fd
 
 
 def reuse_number(fd, tmp_path):
@@ -79,7 +87,7 @@ def test_interrupted_flush_never_writes_into_a_reused_number(
     monkeypatch.setattr(closermod, 'flush_for_handover', interrupted)
     with pytest.raises(KeyboardInterrupt):
         revlog.close()
-    assert fd not in session.rawfds
+    assert fd not in session.files.fds
     other, newfd = reuse_number(fd, tmp_path)
     del revlog
     gc.collect()  # finalizes the file object, if anything still holds it
@@ -95,7 +103,7 @@ def test_leftovers_of_a_failed_step_never_write_into_a_reused_number(
     revlog, fd = open_revlog(session, b'data/b.i')
     revlog.write(PAYLOAD)
     session.finish(failing=True)
-    assert fd not in session.rawfds
+    assert fd not in session.files.fds
     other, newfd = reuse_number(fd, tmp_path)
     del revlog
     gc.collect()
@@ -108,5 +116,5 @@ def test_a_revlog_closed_normally_keeps_its_bytes(session, tmp_path):
     revlog.write(PAYLOAD)
     revlog.close()
     session.finish(failing=False)
-    assert session.rawfds == set() and session.rawfiles == {}
+    assert session.files.fds == set() and session.files._files == {}
     assert session.rawvfs.read(b'data/c.i') == PAYLOAD

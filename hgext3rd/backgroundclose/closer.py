@@ -232,29 +232,6 @@ def flush_for_handover(fp, name):
         raise FileError(name, exc, 'writing') from exc
 
 
-class HandedOverFile:
-    """a file object's wrapper whose ``close()`` hands the file over to a
-    closer; leaving a failing ``with`` block closes it here instead, so
-    that the first error wins.  Subclasses set ``_fp`` and ``_closed``."""
-
-    __slots__ = ()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc_value, exc_tb):
-        if exc_type is None:
-            self.close()
-        elif not self._closed:
-            self._close_here()
-        return False
-
-    def _close_here(self):
-        """close on this thread, on a path that is already failing"""
-        self._closed = True
-        close_quietly(self._fp)
-
-
 def close_quietly(target, closefn=close_target):
     """close on a path that is already failing: an error of the close must
     not hide the first one"""
@@ -318,7 +295,8 @@ class Closer:
         self.threshold = threshold
         self.window = window
         self._clock = clock
-        self._owned = owned
+        # the submitter's descriptors not handed over yet (see close())
+        self.owned = owned
         if owned is not None:
             self._closefn = self._owned_closer(closefn, owned)
         else:
@@ -795,7 +773,7 @@ class Closer:
     def open_owned(self, path, flags, mode=0o666):
         """``os.open(path, flags, mode)``, the descriptor not inheritable,
         added to ``owned`` in the same step where the C lane is built"""
-        owned = self._owned
+        owned = self.owned
         nul = b'\0' if isinstance(path, bytes) else '\0'
         # a name with a NUL byte: os.open() raises its own ValueError
         if _closelane is not None and nul not in path:
@@ -813,7 +791,7 @@ class Closer:
         """after a failure, once every close handed over is done: close the
         descriptors still in ``owned`` (an interrupt kept them from the
         closer)"""
-        for fd in list(self._owned):
+        for fd in list(self.owned):
             self.close_quietly(fd)
 
     def _collect_lane_failures(self):

@@ -32,22 +32,15 @@ index and data, by a rollback.  So, during a session:
 Opening itself is core's: path audit, store encoding, fncache registration
 and the transaction's journal are untouched.
 
-Where the closer has the C lane (``closer.native``), the lane closes
-descriptors, not file objects: while the store's vfs opens a revlog for
-writing, ``util.posixfile`` opens the descriptor with ``os.open`` and wraps
-it in a file object that does not own it (``closefd=False``), with the
-path as its name.  Everything before and after (nlink checks, parent
-directories, file modes) is still the vfs's.  The session keeps the set of
-such descriptors not handed over yet: the lane takes a descriptor out of it
-in the same step as it takes it, and whatever is left after a failure is
-closed here, once.
+Where the closer has the C lane (``closer.native``), the lane closes the
+descriptors of revlogs opened for writing, under file objects that do not
+own them (handover.py); nlink checks, parent directories and file modes
+are still the vfs's.
 """
 
-import os
 import threading
 
 from mercurial import (
-    pycompat,
     transaction,
     util,
     vfs as vfsmod,
@@ -55,6 +48,7 @@ from mercurial import (
 
 from . import (
     closer as closermod,
+    handover,
     messages,
     seams,
     settings,
@@ -81,22 +75,15 @@ class RevlogSession:
     SKIP = 1024
 
     def __init__(self, repo, expectedcount=-1):
-        # descriptors opened for the lane and not handed over yet, and the
-        # file object over each (it does not own its descriptor)
-        self.rawfds = set()
-        self.rawfiles = {}
         self.closer = closermod.Closer(
             expectedcount=expectedcount,
             tracknames=True,
             native=settings.native(repo.ui),
-            owned=self.rawfds,
+            owned=set(),
             **settings.closer_options(repo.ui)
         )
-        # while the store's vfs opens a revlog for writing: its path, which
-        # posixfile() then opens as a descriptor for the lane, and that
-        # descriptor
-        self.rawopening = None
-        self.openedfd = None
+        # descriptors opened for the lane and not handed over yet
+        self.files = handover.OwnedFiles(self.closer)
         # revlogs open through repo.svfs, which encodes names and opens them
         # through the store's raw vfs: the session watches that one, and
         # names files as that vfs is given them (relative to the store)
@@ -137,26 +124,6 @@ class RevlogSession:
             if name is not None:
                 closer.wait_for(name)
 
-    def discard(self, fd):
-        """on a failing path: close ``fd``, but first make the file object
-        over it forget what it still buffers.  Closing only the number
-        would leave that file object to flush its buffer, whenever it is
-        finalized, into whatever file has taken the number by then (in a
-        long-lived process: any file at all)."""
-        fp = self.rawfiles.get(fd)
-        if fp is not None:
-            # closefd=False: this marks it closed, and a closed buffered
-            # file never flushes again; the descriptor stays open.  Only
-            # then is it forgotten: an interrupt in between leaves it here
-            closermod.close_quietly(getattr(fp, 'raw', fp))
-            self.rawfiles.pop(fd, None)
-        self.closer.close_quietly(fd)
-
-    def handing_over(self, fd):
-        """``fd``'s file object is flushed and closed: the closer takes
-        the descriptor alone"""
-        self.rawfiles.pop(fd, None)
-
     def finish(self, failing):
         """every close done (before a rollback, on failure), then, on
         failure, the descriptors an interrupt kept from the closer"""
@@ -164,8 +131,7 @@ class RevlogSession:
             self.closer.finish(failing)
         finally:
             if failing:
-                for fd in list(self.rawfds):
-                    self.discard(fd)
+                self.files.release()
 
     def debug_summary(self, ui):
         """the debug line: what the closer did, if it started threads"""
@@ -175,76 +141,6 @@ class RevlogSession:
             b'revlog',
             b', %d opens left to core' % self.skipped,
         )
-
-
-class DeferredCloseFile(closermod.HandedOverFile):
-    """a revlog file opened for writing in a session: flushed on close, then
-    closed by the session's closer
-
-    With ``fd``, ``fp`` does not own its descriptor (see the module doc):
-    closing ``fp`` flushes it, and the descriptor goes to the closer."""
-
-    def __init__(self, fp, session, path, fd=None):
-        self._fp = fp
-        self._session = session
-        self._path = path
-        self._fd = fd
-        self._closed = False
-
-    def close(self):
-        if self._closed:
-            return
-        self._closed = True
-        fp = self._fp
-        closer = self._session.closer
-        fd = self._fd
-        if fd is None:
-            closermod.flush_for_handover(fp, self._path)
-            closer.close(fp, self._path)
-        else:
-            try:
-                closermod.flush_for_handover(fp, self._path)
-                fp.close()  # flushed already: only marks it closed
-            except BaseException:
-                # interrupted or failed while flushing: fp may still
-                # hold bytes, and must never write them after fd is closed
-                self._session.discard(fd)
-                raise
-            self._session.handing_over(fd)
-            closer.close(fd, self._path)
-        self._session.closed_one()
-
-    def _close_here(self):
-        super()._close_here()
-        if self._fd is not None:
-            # fp was closed first (flushed into fd, still its file)
-            self._session.discard(self._fd)
-
-    def __del__(self):
-        # core leaves a file to the garbage collector now and then; ours
-        # does not own its descriptor, so close it here, unless the session
-        # did after a failure (then it is not in rawfds any more)
-        fd = getattr(self, '_fd', None)  # None if __init__ did not run
-        try:
-            if (
-                fd is not None
-                and not self._closed
-                and fd in self._session.rawfds
-            ):
-                self._close_here()
-        except Exception:  # at interpreter exit, modules may be gone
-            pass
-
-    def __getattr__(self, name):
-        value = getattr(self._fp, name)
-        if callable(value):
-            # revlogs call write, seek and tell many times: look each up
-            # once (the file object behind does not change)
-            setattr(self, name, value)
-        return value
-
-    def __iter__(self):
-        return iter(self._fp)
 
 
 def _active():
@@ -275,7 +171,7 @@ def step(orig, *args, **kwargs):
     session = RevlogSession(repo, _expected_files(args, kwargs))
     wrappers = list(_SESSION_SEAMS)
     if session.closer.native:
-        wrappers.append((util, 'posixfile', posixfile))
+        wrappers.append((util, 'posixfile', handover.posixfile))
     _session = session
     failing = True
     try:
@@ -328,62 +224,14 @@ def vfsopen(orig, self, path, mode=b'rb', *args, **kwargs):
         or (args and args[0])  # atomictemp passed by position
     ):
         return orig(self, path, mode, *args, **kwargs)
-    if not closer.native or kwargs.get('checkambig'):
+    if not closer.native or kwargs.get('checkambig') or args:
         # checkambig: core's wrapper stats the file by name as it closes
-        return DeferredCloseFile(
-            orig(self, path, mode, *args, **kwargs), session, path
-        )
-    # only this path: the vfs may open others meanwhile (the temporary
-    # copy that breaks a hardlink, through util.mktempcopy), and their
-    # file objects must own their descriptors
-    session.rawopening = self.join(path)
-    try:
-        fp = orig(self, path, mode, *args, **kwargs)
-    finally:
-        session.rawopening = None
-    fd = session.openedfd  # None: core opened it (a mode posixfile skips)
-    session.openedfd = None
-    return DeferredCloseFile(fp, session, path, fd)
-
-
-# what posixfile() opens for the lane: the flags of Python's open() modes
-_RAW_FLAGS = {
-    b'w': os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
-    b'w+': os.O_RDWR | os.O_CREAT | os.O_TRUNC,
-    b'a': os.O_WRONLY | os.O_CREAT | os.O_APPEND,
-    b'a+': os.O_RDWR | os.O_CREAT | os.O_APPEND,
-    b'r+': os.O_RDWR,
-}
-
-
-def posixfile(orig, name, mode=b'r', buffering=-1, *args, **kwargs):
-    """during vfsopen() of a revlog for writing: a file object over a
-    descriptor the session's closer will close"""
-    session = _session
-    if (
-        session is None
-        or name != session.rawopening
-        or session.openedfd is not None
-        or args
-        or kwargs
-    ):
-        return orig(name, mode, buffering, *args, **kwargs)
-    flags = _RAW_FLAGS.get(mode.replace(b'b', b''))
-    if flags is None:
-        return orig(name, mode, buffering)
-    # like open(): mode 0o666 less the umask, not inherited by children;
-    # the descriptor goes into rawfds in the same step
-    fd = session.closer.open_owned(name, flags)
-    try:
-        fp = open(fd, pycompat.sysstr(mode), buffering, closefd=False)
-        # what open(name) would say; unbuffered, fp is the FileIO itself
-        getattr(fp, 'raw', fp).name = name
-    except BaseException:
-        session.closer.close_quietly(fd)
-        raise
-    session.openedfd = fd
-    session.rawfiles[fd] = fp
-    return fp
+        fp, fd = orig(self, path, mode, *args, **kwargs), None
+    else:
+        fp, fd = session.files.open_through(orig, self, path, mode, kwargs)
+    return handover.HandedOverFile(
+        fp, closer, path, fd, session.files, onclose=session.closed_one
+    )
 
 
 def pathop(orig, self, path=None, *args, **kwargs):

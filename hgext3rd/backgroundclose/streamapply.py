@@ -16,7 +16,8 @@ three small wrappers, all of which do nothing when no session is active:
   means "every file is closed" before the transaction ends, as in core.
 - ``vfs.__call__``: files opened for writing inside ``backgroundclosing()``
   (stream v1; v3; v2 before Mercurial 7.0) come back wrapped so that writes
-  are timed and the close goes to the session's closer.  Opening itself is
+  are timed and the close goes to the session's closer (handover.py; with
+  the C lane, the lane closes their descriptors).  Opening itself is
   core's: path audit, store encoding and file modes are untouched.
 - ``streamclone._write_files`` (Mercurial 7.0 and later, stream v2): the
   paths it receives were prepared and audited by the store's vfs
@@ -40,6 +41,7 @@ from mercurial.utils import stringutil
 from . import (
     closer as closermod,
     compat,
+    handover,
     malformed,
     messages,
     report as reportmod,
@@ -68,22 +70,16 @@ class ApplySession:
         self.format = fmt
         self.expectedbytes = expectedbytes
         self.reportstyle = settings.report(ui)
-        # descriptors write_files opened and nobody closed yet: what an
-        # interrupt at the wrong moment could leak, closed when it fails
-        self._rawfds = set()
         self._opening = None  # the last file write_files began to open
         self.closer = closermod.Closer(
             expectedcount=expectedcount,
-            # the C lane closes descriptors: only write_files hands those
-            # over; the vfs files of the other formats go to Python threads
-            native=(
-                settings.native(ui)
-                and fmt == b'v2'
-                and compat.HAS_WRITE_FILES
-            ),
-            owned=self._rawfds,
+            native=settings.native(ui),
+            # descriptors opened and not handed over yet: what an interrupt
+            # at the wrong moment could leak, closed when the apply fails
+            owned=set(),
             **settings.closer_options(ui)
         )
+        self.files = handover.OwnedFiles(self.closer)
         self.book = closermod.StatsBook(reportmod.OPERATIONS)
         # what the stream may write into, as it was: stream clones only go
         # into empty repositories, so this is a handful of entries
@@ -113,7 +109,7 @@ class ApplySession:
     def release_descriptors(self):
         """close what write_files opened and an interrupt kept from the
         closer"""
-        self.closer.close_leftovers()
+        self.files.release()
         opening = self._opening
         if opening is not None:
             # a signal raised as os.open() returns loses the new descriptor
@@ -350,37 +346,6 @@ class SessionCloser:
         self._session.closer.close(fh, getattr(fh, 'name', None))
 
 
-class StreamedFile(closermod.HandedOverFile):
-    """a file written by a stream apply: timed writes, closed by the
-    session's closer"""
-
-    __slots__ = ('_fp', '_closer', '_path', '_writestat', '_closed')
-
-    def __init__(self, fp, session, path, writestat):
-        self._fp = fp
-        self._closer = session.closer
-        self._path = path
-        self._writestat = writestat
-        self._closed = False
-
-    def write(self, data):
-        start = util.timer()
-        try:
-            result = self._fp.write(data)
-        except OSError as exc:
-            raise closermod.FileError(self._path, exc, 'writing') from exc
-        self._writestat.add(util.timer() - start, len(data))
-        return result
-
-    def close(self):
-        if not self._closed:
-            self._closed = True
-            self._closer.close(self._fp, self._path)
-
-    def __getattr__(self, name):
-        return getattr(self._fp, name)
-
-
 # wrappers -----------------------------------------------------------------
 
 
@@ -411,8 +376,11 @@ def _apply(session, orig, repo, fp, args, kwargs):
     fails"""
     global _session
     _session = session
+    wrappers = list(_SESSION_SEAMS)
+    if session.closer.native:
+        wrappers.append((util, 'posixfile', handover.posixfile))
     try:
-        with session.closer, seams.installed(_SESSION_SEAMS):
+        with session.closer, seams.installed(wrappers):
             try:
                 result = orig(repo, fp, *args, **kwargs)
             finally:
@@ -466,13 +434,19 @@ def vfsopen(orig, self, path, mode=b'rb', *args, **kwargs):
     mkdir = table['mkdir']
     before = mkdir.seconds
     start = util.timer()
+    files = session.files
     try:
-        fp = orig(self, path, mode, **kwargs)
+        if session.closer.native:
+            fp, fd = files.open_through(orig, self, path, mode, kwargs)
+        else:
+            fp, fd = orig(self, path, mode, **kwargs), None
     except ValueError as exc:  # a NUL byte in the name
         raise closermod.FileError(self.join(path), exc, 'opening') from exc
     # opening may create directories; those count as mkdir, not open
     table['open'].add(util.timer() - start - (mkdir.seconds - before))
-    return StreamedFile(fp, session, self.join(path), table['write'])
+    return handover.HandedOverFile(
+        fp, session.closer, self.join(path), fd, files, table['write']
+    )
 
 
 _mkdirdepth = threading.local()

@@ -19,11 +19,26 @@ process that writes, so a forked worker has its own closer and threads.
 Each file is flushed on the writing thread before its close is handed over:
 update stats the file right after writing it to record its size and mtime
 in the dirstate, and must find its data there.
+
+Where the closer has the C lane, the files update writes with
+``backgroundclose=True`` are opened for it while the closer is entered
+(``vfs.__call__`` and ``util.posixfile`` are wrapped for that long, see
+handover.py): the lane closes their descriptors, in each forked worker
+and in an update without workers alike.
 """
+
+import threading
+
+from mercurial import (
+    util,
+    vfs as vfsmod,
+)
 
 from . import (
     closer as closermod,
+    handover,
     messages,
+    seams,
     settings,
 )
 
@@ -34,26 +49,43 @@ class WorkingCopyCloser:
     def __init__(self, ui, expectedcount=-1):
         self.ui = ui
         self.closer = closermod.Closer(
-            expectedcount=expectedcount, **settings.closer_options(ui)
+            expectedcount=expectedcount,
+            native=settings.native(ui),
+            owned=set(),
+            **settings.closer_options(ui)
         )
+        self.files = handover.OwnedFiles(self.closer)
+        self._seams = None
 
     def __enter__(self):
+        if self.closer.native:
+            self._seams = seams.installed(_SEAMS).install()
         return self
 
     def __exit__(self, exc_type, exc_value, exc_tb):
         failing = exc_type is not None
         try:
-            # failing: finish the closes, and let the first error win
-            self.closer.finish(failing)
+            try:
+                # failing: finish the closes, and let the first error win
+                self.closer.finish(failing)
+            finally:
+                # what a failed write or an interrupt kept from the closer
+                self.files.release()
+                if self._seams is not None:
+                    self._seams.remove()
         except closermod.FileError as exc:
             raise messages.file_abort(exc, exc.name) from exc
+        if isinstance(exc_value, closermod.FileError):
+            # a close handed over here, or one that failed earlier, raised
+            # by a close() core called
+            raise messages.file_abort(exc_value, exc_value.name) from exc_value
         if not failing:
             messages.debug_summary(self.ui, self.closer, b'working-copy')
         return False
 
     def close(self, fh):
         """close ``fh`` now or on a background thread (vfs.delayclosedfile
-        calls this)"""
+        calls this for the files vfsopen() leaves to core)"""
         name = getattr(fh, 'name', None)
         try:
             closermod.flush_for_handover(fh, name)
@@ -61,7 +93,40 @@ class WorkingCopyCloser:
         except closermod.FileError as exc:
             raise messages.file_abort(exc, exc.name) from exc
 
+    def open(self, orig, vfs, path, mode, kwargs):
+        """open a file update writes, its descriptor for the lane"""
+        fp, fd = self.files.open_through(orig, vfs, path, mode, kwargs)
+        return handover.HandedOverFile(
+            fp, self.closer, vfs.join(path), fd, self.files
+        )
+
 
 def backgroundfilecloser(orig, ui, expectedcount=-1):
     """replaces core's closer (a stream apply wraps this with its own)"""
     return WorkingCopyCloser(ui, expectedcount)
+
+
+def vfsopen(orig, self, path, mode=b'rb', *args, **kwargs):
+    """while a WorkingCopyCloser with the C lane is entered: the files
+    opened with ``backgroundclose=True`` (written once, closed before the
+    closer exits) are opened for the lane"""
+    target = getattr(self, '_backgroundfilecloser', None)
+    if (
+        type(target) is not WorkingCopyCloser
+        or args
+        or not kwargs.get('backgroundclose')
+        or mode not in (b'w', b'wb')
+        or kwargs.get('atomictemp')
+        or kwargs.get('checkambig')
+        or threading.current_thread() is not threading.main_thread()
+    ):
+        return orig(self, path, mode, *args, **kwargs)
+    del kwargs['backgroundclose']
+    return target.open(orig, self, path, mode, kwargs)
+
+
+# wrapped while a WorkingCopyCloser with the C lane is entered (seams.py)
+_SEAMS = [
+    (vfsmod.vfs, '__call__', vfsopen),
+    (util, 'posixfile', handover.posixfile),
+]

@@ -1,0 +1,243 @@
+# handover.py - files opened through a vfs and closed by the closer
+#
+# Copyright 2026 hg-backgroundclose contributors
+#
+# This software may be used and distributed according to the terms of the
+# GNU General Public License version 2 or any later version.
+"""How a seam hands the files a vfs opened for it over to the closer.
+
+All three seams (stream apply, changegroup step, working-copy update) let
+a vfs open the files they write, so that path audit, store encoding, parent
+directories and file modes stay core's.  What the seam gives back to core
+is a ``HandedOverFile``: writes go to the file object behind it, and its
+``close()`` flushes that file object on the writing thread, then hands the
+file to the closer.
+
+Where the closer has the C lane, the lane closes descriptors, not file
+objects.  While a vfs opens a file for the seam (``OwnedFiles.open_through``),
+the ``util.posixfile`` wrapper below opens the descriptor with ``os.open``,
+into the closer's owned set in the same step, and puts a file object over
+it that does not own it (``closefd=False``).  Closing the proxy flushes and
+closes that file object (which leaves the descriptor open), then hands the
+bare descriptor over: the lane never closes a descriptor with anything
+buffered above it, and nothing is flushed after the lane closed it.
+
+Ownership: a descriptor is the session's while it is in ``owned``; the
+lane takes it out of that set in the same step as it queues it, and an
+inline close in the same step as it closes it.  After a failure,
+``OwnedFiles.release()`` closes what is left, each once, and first makes
+the file object over it forget what it still buffers.
+"""
+
+import os
+import time
+
+from . import closer as closermod
+
+# open()'s modes as os.open() flags, for the descriptors opened for the lane
+_FLAGS = {
+    'w': os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+    'w+': os.O_RDWR | os.O_CREAT | os.O_TRUNC,
+    'a': os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+    'a+': os.O_RDWR | os.O_CREAT | os.O_APPEND,
+    'r+': os.O_RDWR,
+}
+
+# the OwnedFiles whose vfs is opening a file right now (main thread only:
+# every seam opens through a vfs on the main thread)
+_opening = None
+
+
+class OwnedFiles:
+    """one session's descriptors opened for the lane and not handed over
+    yet (``closer.owned``), and the file object over each"""
+
+    def __init__(self, closer):
+        self.closer = closer
+        self.fds = closer.owned
+        self._files = {}  # descriptor -> file object over it
+        self._path = None  # what the vfs is opening for us
+        self._opened = None  # the descriptor posixfile() opened for it
+
+    def open_through(self, orig, vfs, path, mode, kwargs):
+        """``orig(vfs, path, mode, **kwargs)``, core's vfs open, with the
+        file's descriptor opened for the lane: ``(fp, fd)``, where fd is
+        None if core opened the file itself (a mode posixfile leaves)"""
+        global _opening
+        # only this path: the vfs may open others meanwhile (the temporary
+        # copy that breaks a hardlink), and those own their descriptors
+        self._path = vfs.join(path)
+        self._opened = None
+        _opening = self
+        try:
+            fp = orig(vfs, path, mode, **kwargs)
+        except BaseException:
+            # opened, then the vfs failed (fixing the file's mode)
+            if self._opened is not None:
+                self.discard(self._opened)
+            raise
+        finally:
+            _opening = None
+            self._path = None
+        fd, self._opened = self._opened, None
+        return fp, fd
+
+    def _open_raw(self, name, mode, buffering, flags):
+        # like open(): mode 0o666 less the umask, not inherited by child
+        # processes; into ``owned`` in the same step
+        fd = self.closer.open_owned(name, flags, 0o666)
+        try:
+            fp = open(fd, mode, buffering, closefd=False)
+            # what open(name) would say; unbuffered, fp is the FileIO
+            getattr(fp, 'raw', fp).name = name
+        except BaseException:
+            self.closer.close_quietly(fd)
+            raise
+        self._files[fd] = fp
+        self._opened = fd
+        return fp
+
+    def handing_over(self, fd):
+        """``fd``'s file object is flushed and closed: from here on the
+        descriptor alone is handed over"""
+        self._files.pop(fd, None)
+
+    def discard(self, fd):
+        """on a failing path: close ``fd``, but first make the file object
+        over it forget what it still buffers.  Closing only the number
+        would leave that file object to flush its buffer, whenever it is
+        finalized, into whatever file has the number by then."""
+        fp = self._files.get(fd)
+        if fp is not None:
+            # closefd=False: this marks it closed, and a closed buffered
+            # file never flushes again.  Forgotten only then: an interrupt
+            # in between leaves it here for release()
+            closermod.close_quietly(getattr(fp, 'raw', fp))
+            self._files.pop(fd, None)
+        self.closer.close_quietly(fd)
+
+    def release(self):
+        """after a failure, once every close handed over is done: close
+        what an interrupt or an error kept from the closer"""
+        for fd in list(self.fds):
+            self.discard(fd)
+
+
+def posixfile(orig, name, mode=b'r', buffering=-1, *args, **kwargs):
+    """``util.posixfile`` while a session runs with the C lane: the file a
+    vfs opens for the session gets a descriptor the closer will close"""
+    files = _opening
+    if (
+        files is None
+        or name != files._path
+        or files._opened is not None
+        or args
+        or kwargs
+    ):
+        return orig(name, mode, buffering, *args, **kwargs)
+    strmode = mode.decode('ascii') if isinstance(mode, bytes) else mode
+    flags = _FLAGS.get(strmode.replace('b', ''))
+    if flags is None:
+        return orig(name, mode, buffering)
+    return files._open_raw(name, strmode, buffering, flags)
+
+
+class HandedOverFile:
+    """a file a seam opened through a vfs; ``close()`` flushes it here and
+    hands it to the closer
+
+    With ``fd`` (opened for the lane, see the module doc), ``fp`` does not
+    own the descriptor: closing hands ``fd`` over.  Without, ``fp`` itself
+    is handed over.  With ``writestat``, writes are timed into it and a
+    failed write raises a FileError naming the file.  ``onclose`` is
+    called after each hand-over.  Leaving a failing ``with`` block closes
+    the file here, so that the first error wins.
+    """
+
+    def __init__(
+        self, fp, closer, name, fd=None, files=None, writestat=None,
+        onclose=None,
+    ):
+        self._fp = fp
+        self._closer = closer
+        self._name = name
+        self._fd = fd
+        self._files = files
+        self._writestat = writestat
+        self._onclose = onclose
+        self._closed = False
+        if writestat is None:
+            self.write = fp.write  # no wrapper in the way of each write
+
+    def write(self, data):
+        start = time.perf_counter()
+        try:
+            result = self._fp.write(data)
+        except OSError as exc:
+            raise closermod.FileError(self._name, exc, 'writing') from exc
+        self._writestat.add(time.perf_counter() - start, len(data))
+        return result
+
+    def close(self):
+        if self._closed:
+            return
+        self._closed = True
+        fp = self._fp
+        name = self._name
+        fd = self._fd
+        if fd is None:
+            closermod.flush_for_handover(fp, name)
+            self._closer.close(fp, name)
+        else:
+            try:
+                closermod.flush_for_handover(fp, name)
+                fp.close()  # flushed already: only marks it closed
+            except BaseException:
+                # failed or interrupted while flushing: fp may still hold
+                # bytes, and must never write them after fd is closed
+                self._files.discard(fd)
+                raise
+            self._files.handing_over(fd)
+            self._closer.close(fd, name)
+        if self._onclose is not None:
+            self._onclose()
+
+    def _close_here(self):
+        """close on this thread, on a path that is already failing"""
+        self._closed = True
+        closermod.close_quietly(self._fp)
+        if self._fd is not None:
+            # fp was closed first (flushed into fd, still its file)
+            self._files.discard(self._fd)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc_value, exc_tb):
+        if exc_type is None:
+            self.close()
+        elif not self._closed:
+            self._close_here()
+        return False
+
+    def __del__(self):
+        # core leaves a file to the garbage collector now and then; one
+        # over a descriptor it does not own is closed here, unless the
+        # session did after a failure (then it is not owned any more)
+        fd = getattr(self, '_fd', None)  # None if __init__ did not run
+        try:
+            if fd is not None and not self._closed and fd in self._files.fds:
+                self._close_here()
+        except Exception:  # at interpreter exit, modules may be gone
+            pass
+
+    def __getattr__(self, name):
+        value = getattr(self._fp, name)
+        if callable(value):
+            # revlogs call seek and tell many times: look each up once
+            # (the file object behind does not change)
+            setattr(self, name, value)
+        return value
+
+    def __iter__(self):
+        return iter(self._fp)
