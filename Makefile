@@ -51,8 +51,12 @@ unit: $(STAMP) $(SHIM)
 	SLOWCLOSE_SO="$(abspath $(SHIM))" BACKGROUNDCLOSE_REQUIRE_NATIVE=1 \
 		$(BIN)/python -m pytest -q tests $(PYTEST_ARGS)
 
+# two at a time: most cram tests wait on modelled slow closes and sleeps
+CRAM_JOBS ?= 2
+
 cram: $(STAMP) $(SHIM)
 	PATH="$(abspath $(BIN)):$$PATH" SLOWCLOSE_SO="$(abspath $(SHIM))" \
+		$(BIN)/python tests/cramjobs.py --jobs $(CRAM_JOBS) -- \
 		$(BIN)/cram --shell=/bin/bash $(CRAM_ARGS) $(CRAM_TESTS)
 
 # the whole suite against one release, in its own virtualenv

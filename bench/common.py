@@ -47,9 +47,14 @@ def workdir(size='4g', prefix='hg-backgroundclose-'):
 
 def latency_env(env, shim, latency):
     """``env`` with the slow-close model loaded: ``latency`` is microseconds
-    per close, or 'tail' for the heavy-tailed distribution"""
+    per close, 'burnN' for N microseconds of CPU burnt per close (an
+    antivirus scan), or 'tail' for the heavy-tailed distribution"""
     env = dict(env)
     env['LD_PRELOAD'] = shim
+    env.pop('SLOWCLOSE_BURN', None)
+    if latency.startswith('burn'):
+        env['SLOWCLOSE_BURN'] = '1'
+        latency = latency[len('burn'):]
     if latency == 'tail':
         env['SLOWCLOSE_DIST'] = 'tail'
         env['SLOWCLOSE_US'] = '0'

@@ -110,7 +110,8 @@ class Bench:
         self.hgrun('-R', src, 'bundle', '-q', '-a', '--type', 'zstd-v2',
                    src + '.cg.hg')
         if 'v3-unbundle' in operations:  # not in every release
-            self.hgrun('-R', src, 'bundle', '-q', '-a', '--type',
+            self.hgrun('-R', src, 'bundle', '-q', '-a', '--config',
+                       'experimental.stream-v3=yes', '--type',
                        'none-v2;stream=v3-exp', src + '.v3.hg')
         return src
 
@@ -179,6 +180,7 @@ class Bench:
                     'debugapplystreamclonebundle', src + '.v1.hg']
             else:
                 cmd = [hg, '-R', self.dest] + extra + [
+                    '--config', 'experimental.stream-v3=yes',
                     'unbundle', src + '.%s.hg' % op[:2]]
         elif op == 'v2-ssh':
             cmd = [hg, 'clone', '-U', '--stream', '--ssh', common.DUMMYSSH,

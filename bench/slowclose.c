@@ -26,9 +26,13 @@
  *                          the string S fail that way
  *   SLOWCLOSE_ERRNO=NAME   errno reported by failing closes: EIO (default),
  *                          ENOSPC or EDQUOT
+ *   SLOWCLOSE_BURN=1       the delay burns CPU instead of sleeping: the
+ *                          closing thread spins until it has used that much
+ *                          CPU time, as an antivirus scan on close does
+ *   SLOWCLOSE_HANG_MATCH=S closes of files whose path contains S never
+ *                          return, as on a hard-mounted NFS server gone away
  *
- * Limits of the model: the delay is a sleep, so it costs no CPU, while an
- * antivirus scan does; descriptors above SLOWCLOSE_MAXFD and ones created by
+ * Limits of the model: descriptors above SLOWCLOSE_MAXFD and ones created by
  * dup() are not tracked; only the libc entry points below are wrapped, so a
  * program making raw system calls escapes the model.
  */
@@ -53,6 +57,8 @@ static long fail_nth;
 static long fail_from;
 static int fail_errno = EIO;
 static const char *fail_match;
+static const char *hang_match;
+static int burn_mode;
 static unsigned long close_count;
 static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
 
@@ -90,6 +96,10 @@ __attribute__((constructor)) static void slowclose_init(void)
     fail_match = getenv("SLOWCLOSE_FAIL_MATCH");
     if (fail_match && !*fail_match)
         fail_match = NULL;
+    hang_match = getenv("SLOWCLOSE_HANG_MATCH");
+    if (hang_match && !*hang_match)
+        hang_match = NULL;
+    burn_mode = env_long("SLOWCLOSE_BURN") != 0;
     if (env_long("SLOWCLOSE_SEED"))
         rng_state ^= (uint64_t)env_long("SLOWCLOSE_SEED") * 0x2545f4914f6cdd1dULL;
     if (err && strcmp(err, "ENOSPC") == 0)
@@ -103,7 +113,8 @@ static int writes(int flags)
     return (flags & O_ACCMODE) != O_RDONLY;
 }
 
-/* tracked[fd]: 0 untracked, 1 delayed, 2 delayed and doomed to fail */
+/* tracked[fd]: 0 untracked, 1 delayed, 2 delayed and doomed to fail,
+ * 3 never returns */
 static int track(int fd, int flags, const char *path)
 {
     struct stat st;
@@ -112,6 +123,8 @@ static int track(int fd, int flags, const char *path)
         unsigned char mark = 1;
         if (fail_match && path && strstr(path, fail_match))
             mark = 2;
+        if (hang_match && path && strstr(path, hang_match))
+            mark = 3;
         __atomic_store_n(&tracked[fd], mark, __ATOMIC_RELEASE);
     }
     return fd;
@@ -140,11 +153,26 @@ static long pick_delay_us(void)
     return 20000;
 }
 
+static long long thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 static void sleep_us(long us)
 {
     struct timespec ts;
     if (us <= 0)
         return;
+    if (burn_mode) {
+        /* CPU time of this thread, not wall time: on a busy machine the
+         * scan takes longer, as a real one would */
+        long long until = thread_cpu_ns() + (long long)us * 1000;
+        while (thread_cpu_ns() < until)
+            ;
+        return;
+    }
     ts.tv_sec = us / 1000000;
     ts.tv_nsec = (us % 1000000) * 1000;
     while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
@@ -159,6 +187,8 @@ int close(int fd)
     if (mark) {
         unsigned long n = __atomic_add_fetch(&close_count, 1, __ATOMIC_RELAXED);
         int saved = errno;
+        while (mark == 3)
+            pause(); /* signal handlers run; the close never returns */
         sleep_us(pick_delay_us());
         errno = saved;
         if (mark == 2 || (fail_nth && (long)n == fail_nth) ||

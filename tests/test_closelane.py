@@ -117,11 +117,11 @@ def test_file_objects_closed_inline(tmp_path):
     assert closer.stats()['close-background'].count == 0
 
 
-def test_descriptor_closed_here_after_shutdown(tmp_path):
+def test_descriptor_closed_here_after_finishing(tmp_path):
     (fd,) = open_files(tmp_path, 1)
     owned = {fd}
     closer = Closer(policy=closermod.BACKGROUND, native=True, owned=owned)
-    closer.shutdown()
+    closer.finish()
     closer.close(fd, 'late')
     assert not is_open(fd)
     assert owned == set()
@@ -215,7 +215,7 @@ def test_interrupts_never_close_a_descriptor_twice(tmp_path, native):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-    closer.settle()
+    closer.finish(failing=True)
     left = len(owned)
     for fd in list(owned):
         os.close(fd)  # raises EBADF if the closer closed it too

@@ -160,15 +160,15 @@ def test_error_on_the_last_file_raised_at_exit():
     assert caught.value.name == 'last99'
 
 
-def test_drain_raises_and_waits():
+def test_finish_waits_then_raises_once():
     files = Files(latency=0.001, failing={3})
-    with closer_for(files, policy=closermod.BACKGROUND) as closer:
-        for target in range(10):
-            closer.close(target, str(target))
-        with pytest.raises(closermod.FileError):
-            closer.drain()
-        assert len(files.closed) == 10
-        closer.drain()  # the error was raised once, not twice
+    closer = closer_for(files, policy=closermod.BACKGROUND)
+    for target in range(10):
+        closer.close(target, str(target))
+    with pytest.raises(closermod.FileError):
+        closer.finish()
+    assert len(files.closed) == 10
+    closer.finish()  # the error was raised once, not twice
 
 
 def test_inline_error_raised_immediately():
@@ -463,9 +463,9 @@ def test_names_tracked_only_when_asked():
         closer.wait_for('x')  # returns: nothing is tracked
 
 
-def test_settle_finishes_every_close_when_interrupted_while_joining():
+def test_finish_closes_everything_when_interrupted_while_joining():
     # a rollback follows a failed changegroup step: whatever interrupts
-    # the wait, every file must be closed before settle() raises it
+    # the wait, every file must be closed before finish() raises it
     release = threading.Event()
     closed = []
 
@@ -489,7 +489,7 @@ def test_settle_finishes_every_close_when_interrupted_while_joining():
     threading.Thread.join = interrupted_join
     try:
         with pytest.raises(KeyboardInterrupt):
-            closer.settle()
+            closer.finish(failing=True)
     finally:
         threading.Thread.join = original
     assert sorted(closed) == list(range(8))
@@ -607,23 +607,23 @@ def test_threads_that_cannot_start_leave_the_pool_as_it_is(
 
 
 def test_finishing_absorbs_only_interrupts(monkeypatch):
-    # an error that is not an interrupt comes back at every try: settle()
+    # an error that is not an interrupt comes back at every try: finish()
     # must raise it, not retry it forever
     closer = Closer(policy=closermod.BACKGROUND, fdroom=None)
     calls = []
-    original = closer.shutdown
+    original = closer._stop
 
-    def failing_shutdown():
+    def failing_stop(deadline):
         calls.append(1)
         if len(calls) <= 1000:
             raise ValueError('not an interrupt')
-        return original()
+        return original(deadline)
 
-    monkeypatch.setattr(closer, 'shutdown', failing_shutdown)
+    monkeypatch.setattr(closer, '_stop', failing_stop)
     with pytest.raises(ValueError):
-        run_bounded(closer.settle)
+        run_bounded(closer.finish)
     assert len(calls) == 1
-    original()
+    original(None)
 
 
 def test_a_taken_back_submission_is_not_waited_for():
@@ -718,7 +718,7 @@ def test_a_thread_interrupted_in_its_start_is_still_waited_for(monkeypatch):
             closer.close(target)  # the pool grows: one start interrupted
     monkeypatch.setattr(threading.Thread, 'start', original)
     assert interrupted, 'no start was interrupted: the test proves nothing'
-    run_bounded(closer.settle)
+    run_bounded(lambda: closer.finish(failing=True))
     assert not any(t.is_alive() for t in interrupted)
     assert not [t for t in threading.enumerate()
                 if t.name.startswith('backgroundclose-') and t.is_alive()]
@@ -733,7 +733,7 @@ def test_a_stale_background_flag_never_queues_into_no_pool(monkeypatch):
     files = Files()
     closer = closer_for(files, policy=closermod.BACKGROUND)
     assert closer.mode == closermod.INLINE and not closer._workers
-    closer.background = True  # what the other submitter saw
+    closer._policy.background = True  # what the other submitter saw
     closer.close('late', 'data/late.i')
     assert files.closed == ['late']
     run_bounded(closer.finish)
@@ -770,3 +770,107 @@ def test_a_forked_child_meets_no_parent_lock_and_no_parent_error():
     assert child_exit(pid) == 0
     with pytest.raises(closermod.FileError):
         closer.finish()
+
+
+def interrupt_thread(thread):
+    """raise KeyboardInterrupt in ``thread`` at its next bytecode, as a
+    Ctrl-C does in the main thread"""
+    import ctypes
+
+    done = ctypes.pythonapi.PyThreadState_SetAsyncExc(
+        ctypes.c_ulong(thread.ident), ctypes.py_object(KeyboardInterrupt)
+    )
+    assert done == 1
+
+
+def test_finish_leaves_a_hung_close_to_its_thread_after_an_interrupt():
+    # a hard-mounted NFS server gone away: one close never returns.  A
+    # Ctrl-C must still end finish(), once its grace period is over, and
+    # every other file is closed meanwhile
+    hung = threading.Event()
+    closed = []
+
+    def close(target):
+        if target == 3:
+            hung.wait()
+        closed.append(target)
+
+    closer = Closer(policy=closermod.BACKGROUND, closefn=close, fdroom=None,
+                    threads=2)
+    closer.GRACE = 0.5
+    for target in range(8):
+        closer.close(target)
+
+    def interrupt_soon():
+        time.sleep(0.3)
+        interrupt_thread(finisher[0])
+
+    finisher = []
+
+    def finish():
+        finisher.append(threading.current_thread())
+        threading.Thread(target=interrupt_soon, daemon=True).start()
+        started = time.monotonic()
+        try:
+            closer.finish()
+        finally:
+            finisher.append(time.monotonic() - started)
+
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            run_bounded(finish, seconds=10)
+        assert closer.abandoned
+        assert finisher[1] < 5  # the grace period, not forever
+        assert sorted(closed) == [0, 1, 2, 4, 5, 6, 7]
+        # finishing again (the failing path that takes the apply back)
+        # does not wait for the hung close a second time
+        run_bounded(lambda: closer.finish(failing=True), seconds=3)
+    finally:
+        hung.set()
+    # the close returns at last: its thread closed the file, once
+    for _ in range(100):
+        if len(closed) == 8:
+            break
+        time.sleep(0.01)
+    assert sorted(closed) == list(range(8))
+
+
+def burn(seconds):
+    """spend ``seconds`` of this thread's CPU time, as a scan on close"""
+    until = time.thread_time() + seconds
+    while time.thread_time() < until:
+        pass
+
+
+@pytest.mark.skipif(
+    (os.cpu_count() or 1) >= 16,
+    reason='needs fewer cores than the sleeping closes want threads',
+)
+@pytest.mark.parametrize('kind', ['burning', 'sleeping'])
+def test_closes_that_burn_cpu_get_no_more_threads_than_cores(kind):
+    # a close that burns 2 ms of CPU and one that waits 2 ms look alike by
+    # the clock; only the first keeps a core busy, and more threads than
+    # cores only take turns at it
+    closed = []
+
+    def close(target):
+        if kind == 'burning':
+            burn(0.002)
+        else:
+            time.sleep(0.002)
+        closed.append(target)
+
+    closer = Closer(closefn=close, fdroom=None, threads=4, maxthreads=16,
+                    maxqueue=64, minfilecount=0)
+    for target in range(400):
+        closer.close(target)
+    closer.finish()
+    assert sorted(closed) == list(range(400))
+    assert closer.switches >= 1
+    cores = os.cpu_count() or 1
+    if kind == 'burning':
+        assert closer.burning
+        assert 1 <= closer.threadcount <= cores
+    else:
+        assert not closer.burning
+        assert closer.threadcount > cores

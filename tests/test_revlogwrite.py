@@ -45,7 +45,7 @@ def session(tmp_path, monkeypatch):
     # what vfsopen() sets while the store's vfs opens a revlog
     monkeypatch.setattr(revlogwrite, '_session', session)
     yield session
-    session.closer.settle()
+    session.closer.finish(failing=True)
 
 
 def open_revlog(session, name):
@@ -58,7 +58,7 @@ def open_revlog(session, name):
         return handover.posixfile(open, vfs.join(name), mode)
 
     fp, fd = session.files.open_through(
-        vfsopen, session.rawvfs, name, b'ab', {}
+        vfsopen, session.rawvfs, name, b'ab', {}, path
     )
     assert fd is not None and fd in session.files.fds
     revlog = handover.HandedOverFile(

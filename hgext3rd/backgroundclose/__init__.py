@@ -26,7 +26,8 @@ its closes to one closer:
 - by default it measures how long closes take while it writes; when they
   are cheap it closes on the writing thread, which is fastest, and when
   they are slow it hands them to background threads, adding threads until
-  the writing thread no longer waits for closes;
+  the writing thread no longer waits for closes (no more threads than
+  cores when closes burn CPU, as an antivirus scan does);
 - at no time are more than ``worker.backgroundclosemaxqueue`` files waiting
   to be closed (fewer if the process's descriptor limit is low);
 - where the system refuses to start a thread (a process limit in a
@@ -35,6 +36,9 @@ its closes to one closer:
   goes on;
 - a failed close is reported (``abort: error closing <file>: <reason>``) and
   the apply aborts, whichever thread the close ran on;
+- a close that never returns (a hard-mounted NFS server gone away) does not
+  keep Ctrl-C from stopping hg: after an interrupt, hung closes are waited
+  for at most 5 seconds, then left to their threads;
 - a failed or interrupted apply removes the files it wrote to the store
   and the cache, so that the repository is left as it was;
 - a stream that does not hold what its header declares (cut short, an
@@ -123,16 +127,14 @@ The extension adds:
   (default: 30)
 
 ``backgroundclosenative``
-  Close the revlogs a changegroup writes, and the files of stream v2
-  applies (Mercurial 7.0 and later), on threads written in C, which never
-  wait for Python's global lock.  A Python thread takes
-  that lock back after every close, and at a few hundred microseconds per
-  close those hand-offs cost the writing thread more than they save.
-  Where the C part could not be built (no compiler when installing, or
-  not a POSIX system), on a free-threaded Python (the C part refuses to
-  load there), or with ``false``, Python threads close them.
-  Working-copy files and the files of other stream formats are always
-  closed on Python threads. (default: true)
+  Close files on threads written in C, which never wait for Python's
+  global lock: the files of every stream format, the revlogs a changegroup
+  writes, and working-copy files.  A Python thread takes that lock back
+  after every close, and at a few hundred microseconds per close those
+  hand-offs cost the writing thread more than they save.  Where the C part
+  could not be built (no compiler when installing, or not a POSIX system),
+  on a free-threaded Python (the C part refuses to load there), or with
+  ``false``, Python threads close them. (default: true)
 
 ``backgroundclosereport``
   Print the timing report after every stream apply: ``true`` for the table,

@@ -79,6 +79,7 @@ typedef struct {
 	pthread_cond_t done; /* submitters wait for room, waiters for closes */
 	clockid_t doneclock; /* what deadlines of timed waits on done count */
 	int ready;           /* mutex and conditions initialised */
+	int abandoned;       /* left to hung closes: never deallocated */
 
 	struct entry *ring;
 	Py_ssize_t capacity, head, queued;
@@ -206,11 +207,16 @@ static int wait_satisfied(Lane *self, enum waitfor what, long long through)
 /* With the GIL and the mutex held: wait without either until `what` holds.
  * Returns 0 with both held again; if interruptible and a Python signal
  * handler raised, -1 with the GIL held and the mutex released. */
+/* 0 once satisfied, -1 if a signal handler raised, 1 once the monotonic
+ * clock reaches ``until_ns`` (never if negative; checked as often as
+ * signals, so only interruptible waits have one) */
 static int wait_unlocked(Lane *self, enum waitfor what, long long through,
-                         int interruptible)
+                         int interruptible, long long until_ns)
 {
 	while (!wait_satisfied(self, what, through)) {
 		int satisfied;
+		if (until_ns >= 0 && now_ns() >= until_ns)
+			return 1;
 		self->waiters++;
 		/* wake parked threads: they wait for a batch otherwise */
 		pthread_cond_broadcast(&self->work);
@@ -288,7 +294,7 @@ static int reserve(Lane *self)
 	return 0;
 }
 
-static int stop_threads(Lane *self, int interruptible);
+static int stop_threads(Lane *self, int interruptible, long long until_ns);
 
 static void Lane_dealloc(Lane *self)
 {
@@ -300,7 +306,7 @@ static void Lane_dealloc(Lane *self)
 		return;
 	}
 	if (self->ready) {
-		stop_threads(self, 0);
+		stop_threads(self, 0, -1);
 		release_spent(self);
 		pthread_mutex_destroy(&self->mutex);
 		pthread_cond_destroy(&self->work);
@@ -494,7 +500,7 @@ static PyObject *Lane_submit(Lane *self, PyObject *args, PyObject *kwds)
 	/* interruptible: on a hard-mounted NFS server that went away, closes
 	 * never finish and Ctrl-C must still stop hg.  Raising here has done
 	 * nothing yet, so the descriptor is still the caller's and in owned. */
-	if (wait_unlocked(self, WAIT_ROOM, 0, 1) < 0)
+	if (wait_unlocked(self, WAIT_ROOM, 0, 1, -1) < 0)
 		return NULL;
 	if (self->stopping || self->nthreads == 0) {
 		pthread_mutex_unlock(&self->mutex);
@@ -570,7 +576,7 @@ static PyObject *Lane_wait(Lane *self, PyObject *args)
 	pthread_mutex_lock(&self->mutex);
 	if (through < 0 || through >= self->nexttoken)
 		through = self->nexttoken - 1;
-	if (wait_unlocked(self, WAIT_THROUGH, through, 1) < 0)
+	if (wait_unlocked(self, WAIT_THROUGH, through, 1, -1) < 0)
 		return NULL;
 	pthread_mutex_unlock(&self->mutex);
 	release_spent(self);
@@ -578,18 +584,25 @@ static PyObject *Lane_wait(Lane *self, PyObject *args)
 }
 
 /* stop and join the threads once everything is closed; 0, or -1 if
- * interrupted (then nothing is stopped) */
-static int stop_threads(Lane *self, int interruptible)
+ * interrupted, or 1 once the monotonic clock reaches until_ns (if not
+ * negative): then nothing is stopped */
+static int stop_threads(Lane *self, int interruptible, long long until_ns)
 {
-	int i, count;
+	int i, count, waited;
 	if (self->pid != getpid())
 		return 0; /* a forked child: the threads (and whoever held the
 		             mutex) are not here */
 	pthread_mutex_lock(&self->mutex);
-	if (self->nthreads &&
-	    wait_unlocked(self, WAIT_THROUGH, self->nexttoken - 1,
-	                  interruptible) < 0)
-		return -1;
+	if (self->nthreads) {
+		waited = wait_unlocked(self, WAIT_THROUGH, self->nexttoken - 1,
+		                       interruptible, until_ns);
+		if (waited < 0)
+			return -1;
+		if (waited > 0) {
+			pthread_mutex_unlock(&self->mutex);
+			return 1;
+		}
+	}
 	self->stopping = 1;
 	pthread_cond_broadcast(&self->work);
 	pthread_cond_broadcast(&self->done);
@@ -606,20 +619,49 @@ static int stop_threads(Lane *self, int interruptible)
 }
 
 PyDoc_STRVAR(stop_doc,
-             "stop()\n\n"
+             "stop(timeout=-1.0) -> bool\n\n"
              "Wait until everything submitted is closed (interruptibly), "
              "then stop and join\n"
-             "the threads.  Later submissions raise.  If interrupted, "
-             "nothing is stopped:\n"
-             "call it again.");
+             "the threads, and return True.  Later submissions raise.  "
+             "After ``timeout``\n"
+             "seconds (if not negative) return False instead.  If "
+             "interrupted or timed out,\n"
+             "nothing is stopped: call it again, or abandon().");
 
-static PyObject *Lane_stop(Lane *self, PyObject *Py_UNUSED(ignored))
+static PyObject *Lane_stop(Lane *self, PyObject *args)
 {
+	double timeout = -1.0;
+	long long until_ns = -1;
+	int stopped;
+	if (!PyArg_ParseTuple(args, "|d", &timeout))
+		return NULL;
 	if (check_usable(self) < 0)
 		return NULL;
-	if (stop_threads(self, 1) < 0)
+	if (timeout >= 0)
+		until_ns = now_ns() + (long long)(timeout * 1e9);
+	stopped = stop_threads(self, 1, until_ns);
+	if (stopped < 0)
 		return NULL;
+	if (stopped > 0)
+		Py_RETURN_FALSE;
 	release_spent(self);
+	Py_RETURN_TRUE;
+}
+
+PyDoc_STRVAR(abandon_doc,
+             "abandon()\n\n"
+             "Leave the threads to closes that hang: the lane is never "
+             "freed, so that they\n"
+             "may go on using it, and keeps closing what it was given.  "
+             "Only the threads\n"
+             "close those descriptors, whenever their closes return.");
+
+static PyObject *Lane_abandon(Lane *self, PyObject *Py_UNUSED(ignored))
+{
+	if (!self->abandoned) {
+		self->abandoned = 1;
+		Py_INCREF(self); /* never released: never deallocated */
+	}
 	Py_RETURN_NONE;
 }
 
@@ -730,7 +772,8 @@ static PyMethodDef Lane_methods[] = {
     {"submit", (PyCFunction)(void (*)(void))Lane_submit,
      METH_VARARGS | METH_KEYWORDS, submit_doc},
     {"wait", (PyCFunction)Lane_wait, METH_VARARGS, wait_doc},
-    {"stop", (PyCFunction)Lane_stop, METH_NOARGS, stop_doc},
+    {"stop", (PyCFunction)Lane_stop, METH_VARARGS, stop_doc},
+    {"abandon", (PyCFunction)Lane_abandon, METH_NOARGS, abandon_doc},
     {"failures", (PyCFunction)Lane_failures, METH_VARARGS, failures_doc},
     {NULL},
 };

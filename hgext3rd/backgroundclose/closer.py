@@ -10,42 +10,28 @@ This module is pure Python and imports nothing from Mercurial, so that it can
 be unit tested on its own.
 
 A ``Closer`` accepts files to close, either as integer descriptors or as
-objects with a ``close()`` method, from any thread.  Depending on its policy
-it closes them on the calling thread (``inline``), always hands them to a
-pool of background threads (``background``), or measures how long closes
-take and decides while it runs (``adaptive``):
-
-- it starts inline, timing every close into a smoothed estimate (one slow
-  close among cheap ones does not move it much, and no close counts for
-  more than four times the threshold: a writer preempted in the middle of
-  a close is not a slow file system);
-- when the estimate exceeds ``threshold`` seconds, it switches to background
-  closing;
-- in background mode, at every window of submissions it estimates how many
-  threads keep the submitting threads from waiting (close latency divided by
-  the interval between submissions, plus a quarter) and grows the pool up to
-  ``maxthreads``; a backlog of over half the queue adds a thread as well;
-- now and then (after 256 files, then twice as many each time it is
-  confirmed) it closes a few files inline again to measure the file system
-  without background threads in the way; when those closes are cheap (below
-  half the threshold) it goes back to closing inline.
+objects with a ``close()`` method, from any thread, and closes each on the
+calling thread or hands it to a pool of background threads, as its
+``Policy`` (policy.py: inline, background or adaptive, and how many
+threads) decides from the closes it times.
 
 At no time are more than ``maxqueue`` files handed over and not yet closed
 (the bound is also clamped to what the process's descriptor limit leaves).
 Every file handed over is closed exactly once, even when another close has
 failed.  A close that fails on a background thread is re-raised, as a
 ``FileError`` naming the file, on the next submission from the thread that
-made the closer, on ``drain()`` or on leaving the ``with`` block; it is never
-lost.  Other threads that submit (the writer threads of a parallel stream
-apply) can ``record()`` their own failures to be raised the same way.
+made the closer or by ``finish()``; it is never lost.  Other threads that
+submit (the writer threads of a parallel stream apply) can ``record()``
+their own failures to be raised the same way.
 
 Parked workers are woken once a few files wait (``BATCH``), or whenever a
 submitter waits for closes to finish.  A closer made with ``tracknames=True``
 knows which names are still pending: ``wait_for(name)`` returns once no file
 handed over under that name is open any more, for files that are reopened
-(revlogs).  ``settle()`` closes everything and joins the threads even if
-interrupted meanwhile, for paths that are already failing; ``finish()``
-does the same and, unless failing, raises the first error after.
+(revlogs); ``wait()`` waits for every file handed over so far.  Both leave
+the closer running.  ``finish()`` is the one way to end it (leaving a
+``with`` block calls it): it closes everything, joins every thread, absorbs
+interrupts meanwhile within a bound, and raises the first failure.
 
 Where the C module ``_closelane`` is built (POSIX), a closer made with
 ``native=True`` hands integer descriptors to a ``_closelane.Lane`` instead:
@@ -59,11 +45,13 @@ closes every descriptor exactly once.
 """
 
 import collections
-import math
 import os
+import signal
 import threading
 import time
 import weakref
+
+from . import policy as policymod
 
 try:
     # built from _closelane.c where possible (see setup.py)
@@ -71,10 +59,12 @@ try:
 except ImportError:
     _closelane = None
 
-INLINE = 'inline'
-BACKGROUND = 'background'
-ADAPTIVE = 'adaptive'
-POLICIES = (INLINE, BACKGROUND, ADAPTIVE)
+from .policy import (  # noqa: F401 - the closer's settings
+    ADAPTIVE,
+    BACKGROUND,
+    INLINE,
+    POLICIES,
+)
 
 # what _submit_to_lane() did with a descriptor
 _HANDED = 'handed'
@@ -83,6 +73,20 @@ _INLINE = 'inline'
 
 # descriptors kept free for everything else the process does
 _FD_RESERVE = 32
+
+# signals a worker thread blocks, so that the kernel delivers a Ctrl-C to
+# the main thread, where it interrupts whatever waits there (and never a
+# close in progress on a worker)
+if hasattr(signal, 'pthread_sigmask'):
+    _WORKER_BLOCKS = signal.valid_signals()
+else:  # Windows: Ctrl-C reaches the main thread's waits anyway
+    _WORKER_BLOCKS = None
+
+# how often finish() wakes up to let an interrupt through, in seconds
+_POLL = 0.1
+
+# CPU time of the calling thread (a scan on close burns it, a wait does not)
+_thread_time = time.thread_time
 
 
 # every closer of this process, so that a forked child can disown them
@@ -244,17 +248,11 @@ def close_quietly(target, closefn=close_target):
 class Closer:
     """Close files inline or on background threads.  See the module doc."""
 
-    # adaptive mode: weight of one close in the inline latency estimate
-    SMOOTHING = 1.0 / 32
     # files queued before a parked worker is woken up
     BATCH = 4
-    # adaptive mode: most one close counts in the estimate, in thresholds
-    OUTLIER = 4
-    # background mode: files between two inline probes, at first and at most
-    PROBE_FIRST = 256
-    PROBE_MOST = 16384
-    # closes timed inline by one probe
-    PROBE_LENGTH = 8
+    # finish(): after an interrupt, the most seconds it still waits for
+    # closes that hang
+    GRACE = 5.0
 
     def __init__(
         self,
@@ -273,27 +271,24 @@ class Closer:
         native=False,
         owned=None,
     ):
-        if policy not in POLICIES:
-            raise ValueError('unknown policy %r' % (policy,))
-        if threads < 1 or maxqueue < 1 or window < 1:
-            raise ValueError('threads, maxqueue and window must be positive')
+        if maxqueue < 1:
+            raise ValueError('maxqueue must be positive')
+        # what to do, and when: no thread, lock or file in there
+        self._policy = policymod.Policy(
+            policy,
+            threads,
+            maxthreads,
+            threshold,
+            window,
+            minfilecount,
+            expectedcount,
+            clock,
+        )
         room = fdroom() if callable(fdroom) else fdroom
         if room is not None:
             # half of what is left: the submitters open files too
             maxqueue = max(1, min(maxqueue, (room - _FD_RESERVE) // 2))
-        self.requested = policy
-        self.reason = None
-        if 0 <= expectedcount < minfilecount and policy != INLINE:
-            # core's documented meaning of backgroundcloseminfilecount: so few
-            # files are not worth starting threads for
-            policy = INLINE
-            self.reason = 'fewer files than minfilecount'
-        self.policy = policy
-        self.threads = threads
-        self.maxthreads = max(threads, maxthreads)
         self.maxqueue = maxqueue
-        self.threshold = threshold
-        self.window = window
         self._clock = clock
         # the submitter's descriptors not handed over yet (see close())
         self.owned = owned
@@ -311,7 +306,7 @@ class Closer:
         self._roomwaiters = 0
         self._stopping = False
         self._workers = []
-        # threads started and not yet returned from _worker(); shutdown()
+        # threads started and not yet returned from _worker(); finish()
         # waits for none to be left, then joins them
         self._launched = 0
         self._exited = threading.Condition(self._lock)
@@ -332,39 +327,20 @@ class Closer:
             self._latesttokens = {} if tracknames else None
             self._lane = _closelane.Lane(
                 maxqueue,
-                self.maxthreads,
+                self._policy.maxthreads,
                 self.BATCH,
                 owned,
                 self._latesttokens,
             )
 
-        self.background = policy == BACKGROUND
-        self.switches = 0  # changes between inline and background
-        # no thread could be started (a process or memory limit): inline
-        # for good
-        self._threadless = False
+        # finish() left closes that hang to the threads
+        self.abandoned = False
         self._peakpending = 0
-        # adaptive, inline: smoothed close time measured on the submitters
-        self.estimate = 0.0
-        # background: close latency measured without background threads in
-        # the way (the close that made us switch, then each probe); what
-        # workers measure also holds their wait for the GIL, which would
-        # oversize the pool
-        self.latency = 0.0
-        # background: submissions in this sizing window, and when it began
-        self._wincount = 0
-        self._winstart = clock()
-        # background, adaptive: submissions until the next probe, the probe
-        # interval, closes left in the running probe and their total time
-        self._probeat = self.PROBE_FIRST
-        self._probeevery = self.PROBE_FIRST
-        self._probeleft = 0
-        self._probesum = 0.0
 
         self._book = StatsBook(('close', 'close-background'))
         _live.add(self)
-        if self.background:
-            self._start_workers(threads)
+        if self._policy.background:
+            self._start_workers(self._policy.threads)
 
     @staticmethod
     def _owned_closer(closefn, owned):
@@ -404,10 +380,21 @@ class Closer:
         """whether descriptors are closed on threads without the GIL"""
         return self._lane is not None
 
+    # what the policy decided so far
+    requested = property(lambda self: self._policy.requested)
+    reason = property(lambda self: self._policy.reason)
+    policy = property(lambda self: self._policy.policy)
+    threshold = property(lambda self: self._policy.threshold)
+    maxthreads = property(lambda self: self._policy.maxthreads)
+    estimate = property(lambda self: self._policy.estimate)
+    switches = property(lambda self: self._policy.switches)
+    background = property(lambda self: self._policy.background)
+    burning = property(lambda self: self._policy.burning)
+
     @property
     def mode(self):
         """what the closer is doing now: 'inline' or 'background'"""
-        return BACKGROUND if self.background else INLINE
+        return self._policy.mode
 
     @property
     def threadcount(self):
@@ -456,11 +443,16 @@ class Closer:
 
     def _submit(self, target, name):
         clock = self._clock
+        policy = self._policy
         stat = self._book.mine()['close']
         start = clock()
         probing = False
-        # after shutdown() nobody is left to close it later: close it here
-        if self.background and not self._stopping and self._lane is not None:
+        # after finish() nobody is left to close it later: close it here
+        if (
+            policy.background
+            and not self._stopping
+            and self._lane is not None
+        ):
             # a file object is closed inline: the lane closes descriptors
             if type(target) is int:
                 outcome = self._submit_to_lane(target, name)
@@ -468,13 +460,13 @@ class Closer:
                     stat.add(clock() - start)
                     return
                 probing = outcome is _PROBE
-        elif self.background and not self._stopping:
+        elif policy.background and not self._stopping:
             handed = False
             try:
                 with self._lock:
                     try:
                         if (
-                            not self.background
+                            not policy.background
                             or self._stopping
                             or not self._workers
                         ):
@@ -482,8 +474,7 @@ class Closer:
                             # could be started, or the closer stopped;
                             # closed here, below
                             pass
-                        elif self._probeleft:
-                            self._probeleft -= 1
+                        elif policy.take_probe():
                             probing = True
                         else:
                             self._enqueue_locked(target, name)
@@ -510,6 +501,12 @@ class Closer:
             if handed:
                 stat.add(clock() - start)
                 return
+        # closes worth sizing a pool for: is their time the closing
+        # thread's CPU (a scan on close) or a wait (a network round trip)?
+        # Not asked of cheap closes: it costs a system call each time
+        cpustart = None
+        if policy.wants_cpu_time(probing):
+            cpustart = _thread_time()
         try:
             self._closefn(target)
         except Exception as exc:
@@ -517,9 +514,12 @@ class Closer:
             raise FileError(name, exc) from exc
         duration = clock() - start
         stat.add(duration)
+        if cpustart is not None:
+            policy.learn_cpu(duration, _thread_time() - cpustart)
         if probing:
-            self._learn_probe(duration)
-        elif self.policy == ADAPTIVE and not self._stopping:
+            with self._lock:
+                policy.learn_probe(duration)
+        elif policy.policy == ADAPTIVE and not self._stopping:
             self._learn_inline(duration)
 
     def _submit_to_lane(self, fd, name):
@@ -528,8 +528,7 @@ class Closer:
         raises, ``fd`` was either handed over or is still the caller's (and
         in ``owned``): never closed twice."""
         with self._lock:
-            if self._probeleft:
-                self._probeleft -= 1
+            if self._policy.take_probe():
                 return _PROBE
             self._account_locked()
         lane = self._lane
@@ -541,7 +540,7 @@ class Closer:
             # owned in one step, or raises having done neither
             lane.submit(fd, name)
         except RuntimeError:
-            # the lane stopped meanwhile (shutdown on another thread)
+            # the lane stopped meanwhile (finish() on another thread)
             return _INLINE
         return _HANDED
 
@@ -584,17 +583,9 @@ class Closer:
     def _account_locked(self):
         """count a submission: size the pool at every window, and count
         down to the next probe"""
-        self._wincount += 1
-        if self._wincount >= self.window:
-            now = self._clock()
-            self._grow_locked((now - self._winstart) / self._wincount)
-            self._winstart = now
-            self._wincount = 0
-        if self.policy == ADAPTIVE:
-            self._probeat -= 1
-            if self._probeat <= 0:
-                self._probeleft = self.PROBE_LENGTH
-                self._probesum = 0.0
+        interval = self._policy.account()
+        if interval is not None:
+            self._grow_locked(interval)
 
     def _wait_for_a_close_locked(self):
         """with the lock held: wake the workers (parked ones wait for a
@@ -609,65 +600,26 @@ class Closer:
     def _learn_inline(self, duration):
         # called by whichever thread closed inline; a race between two
         # writer threads here only blurs the estimate a little
-        # a close is counted at most OUTLIER times the threshold: a thread
-        # preempted in the middle of one close (4 update workers on 2
-        # cores) would otherwise switch on its own, as 1/32 of a few
-        # milliseconds is above the threshold; a real latency still
-        # switches, after about ten closes
-        sample = min(duration, self.threshold * self.OUTLIER)
-        self.estimate += (sample - self.estimate) * self.SMOOTHING
-        if self.estimate <= self.threshold or self._threadless:
+        policy = self._policy
+        if not policy.learn_inline(duration):
             return
         with self._lock:
-            if self.background or self._threadless:
+            if policy.background or policy.threadless:
                 return
             # threads first: other submitters read ``background`` unlocked
             # and must find a pool behind it
             running = self._running()
-            if running < self.threads:
-                self._start_workers(self.threads - running)
-            if not self._running():
-                return  # none could be started: inline for good
-            self.background = True
-            self.switches += 1
-            self._probeat = self._probeevery = self.PROBE_FIRST
-            self._probeleft = 0
-            # size the pool from the close just measured: the smoothed
-            # estimate lags far behind a latency that is high from the start
-            self.latency = max(self.latency, duration)
-            self._wincount = 0
-            self._winstart = self._clock()
-
-    def _learn_probe(self, duration):
-        """background mode: one close of a probe was timed inline"""
-        with self._lock:
-            self._probesum += duration
-            if self._probeleft:
-                return
-            mean = self._probesum / self.PROBE_LENGTH
-            if mean < self.threshold / 2:
-                # closes became cheap: handing them over costs more than
-                # it saves; workers stay parked until the closer exits
-                self.background = False
-                self.switches += 1
-                self.estimate = mean
-                return
-            self.latency = mean
-            self._probeevery = min(self._probeevery * 2, self.PROBE_MOST)
-            self._probeat = self._probeevery
+            if running < policy.threads:
+                self._start_workers(policy.threads - running)
+            if self._running():  # else none could be started
+                policy.switch_to_background(duration)
 
     def _grow_locked(self, interval):
-        """start threads so that closes of ``self.latency`` seconds keep up
-        with one submission every ``interval`` seconds"""
-        if interval <= 0:
-            interval = 1e-6
-        # a quarter more than the steady state needs, for jitter
-        need = math.ceil(self.latency / interval * 1.25) + 1
+        """start the threads the policy wants for one submission every
+        ``interval`` seconds"""
         running = self._running()
-        if self._queued() > self.maxqueue // 2:
-            # the workers fall behind all the same: one more
-            need = max(need, running + 1)
-        need = min(need, self.maxthreads)
+        backlog = self._queued() > self.maxqueue // 2
+        need = self._policy.threads_needed(interval, running, backlog)
         if need > running:
             self._start_workers(need - running)
 
@@ -681,11 +633,15 @@ class Closer:
         no thread at all the closer closes inline from then on, and the
         apply goes on.
         """
-        if self._threadless:
+        policy = self._policy
+        if policy.threadless:
             return
+        cap = policy.thread_cap()
         lane = self._lane
         if lane is not None:
-            wanted = min(lane.threads + count, self.maxthreads)
+            wanted = min(lane.threads + count, cap)
+            if wanted <= lane.threads:
+                return
             try:
                 running = lane.start(wanted)
             except OSError:  # not one thread could be started
@@ -695,7 +651,7 @@ class Closer:
                 self._refused(running)
             return
         for _ in range(count):
-            if len(self._workers) >= self.maxthreads:
+            if len(self._workers) >= cap:
                 return
             worker = threading.Thread(
                 target=self._worker,
@@ -717,13 +673,11 @@ class Closer:
 
     def _refused(self, running):
         """the system started only ``running`` threads of those asked"""
-        self.maxthreads = running
-        if not running:
-            self._threadless = True
-            self.background = False
-            self.reason = 'no thread could be started'
+        self._policy.refused(running)
 
     def _worker(self):
+        if _WORKER_BLOCKS is not None:
+            signal.pthread_sigmask(signal.SIG_BLOCK, _WORKER_BLOCKS)
         clock = self._clock
         closefn = self._closefn
         lock = self._lock
@@ -827,7 +781,8 @@ class Closer:
         raise error
 
     def wait(self):
-        """wait until every file handed over is closed"""
+        """wait until every file handed over so far is closed; the closer
+        goes on (finish() ends it)"""
         lane = self._lane
         if lane is not None:
             # closes handed to the lane (interruptible) and objects closed
@@ -871,58 +826,77 @@ class Closer:
             return bool(self._latesttokens) and lane.pending > 0
         return bool(self._queuednames)
 
-    def settle(self):
-        """close everything handed over and join the threads, even when
-        interrupted meanwhile: on a path that is already failing, whoever
-        cleans up next (a transaction rolling back) must find every file
-        closed.  The first interrupt is raised once all is closed."""
+    def finish(self, failing=False):
+        """the one way to finish: close everything handed over, join every
+        thread, then, unless ``failing``, raise the first failure not
+        raised yet (a FileError naming the file)
+
+        Interrupts while it waits are absorbed, and the first is raised
+        once it is done: whoever cleans up next (a transaction rolling
+        back) must find every file handed over closed.  After an interrupt
+        it waits at most ``GRACE`` seconds more: closes that still hang
+        then (a hard-mounted NFS server gone away) are left to their
+        threads, which alone close those files, whenever their closes
+        return.  Files submitted later are closed inline; calling it again
+        only raises what failed since.
+        """
         interrupted = None
-        while True:
+        deadline = None
+        while not self.abandoned:  # once left to hung closes, never again
             try:
-                self.shutdown()
+                if not self._stop(deadline):
+                    self._abandon()
                 break
             except (KeyboardInterrupt, SystemExit) as exc:
                 # only interrupts are absorbed: anything else would come
                 # back at every try
                 if interrupted is None:
                     interrupted = exc
+                    deadline = time.monotonic() + self.GRACE
+        self._collect_lane_failures()
         if interrupted is not None:
             raise interrupted
-
-    def finish(self, failing=False):
-        """close everything and join the threads (even when interrupted,
-        see settle()); unless ``failing``, then raise the first error not
-        raised yet"""
-        if failing:
-            self.settle()
-            return
-        try:
-            self.drain()
-        finally:
-            self.settle()
-
-    def drain(self):
-        """wait until every file handed over is closed, then raise the first
-        error not raised yet"""
-        self.wait()
-        if self._raised < len(self._errors):
+        if not failing and self._raised < len(self._errors):
             self._raise_pending()
 
-    def shutdown(self):
-        """close everything still queued and join the worker threads"""
+    def _stop(self, deadline):
+        """stop taking files, wait until every file handed over is closed
+        and join the threads: True, or False once ``deadline`` (of
+        time.monotonic()) has passed, if any"""
         with self._lock:
             self._stopping = True
             self._work.notify_all()
             # every thread ever started, listed or not, has returned from
             # _worker() (one interrupted inside its start() included)
             while self._launched:
-                self._exited.wait()
+                # timed: a wait without one may not notice a signal the
+                # kernel delivered to another thread
+                left = _POLL
+                if deadline is not None:
+                    left = min(left, deadline - time.monotonic())
+                    if left <= 0:
+                        return False
+                self._exited.wait(left)
         for worker in self._workers:
-            worker.join()
+            worker.join()  # returned from _worker() already
         lane = self._lane
         if lane is not None:
-            lane.stop()  # interruptible; stops nothing if interrupted
-            self._collect_lane_failures()
+            left = -1.0
+            if deadline is not None:
+                left = max(0.0, deadline - time.monotonic())
+            if not lane.stop(left):
+                return False
+        return True
+
+    def _abandon(self):
+        """closes hang past the grace period: leave them, and the files
+        still queued behind them, to the threads"""
+        self.abandoned = True
+        self._policy.reason = (
+            'closes still hanging were left to their threads'
+        )
+        if self._lane is not None:
+            self._lane.abandon()  # never freed while its threads run
 
     def _disown(self):
         """forget every thread, lock and queued file: this process is a
@@ -947,9 +921,7 @@ class Closer:
         # the parent's failures are the parent's to raise
         self._raised = len(self._errors)
         self._stopping = True
-        self._threadless = True
-        self.background = False
-        self._probeleft = 0
+        self._policy.disown()
         self._owner = threading.get_ident()
         if self._queuednames is not None:
             self._queuednames = {}
@@ -961,7 +933,5 @@ class Closer:
         return self
 
     def __exit__(self, exc_type, exc_value, exc_tb):
-        self.settle()
-        if exc_type is None and self._raised < len(self._errors):
-            self._raise_pending()
+        self.finish(failing=exc_type is not None)
         return False

@@ -59,14 +59,15 @@ class OwnedFiles:
         self._path = None  # what the vfs is opening for us
         self._opened = None  # the descriptor posixfile() opened for it
 
-    def open_through(self, orig, vfs, path, mode, kwargs):
+    def open_through(self, orig, vfs, path, mode, kwargs, joined):
         """``orig(vfs, path, mode, **kwargs)``, core's vfs open, with the
         file's descriptor opened for the lane: ``(fp, fd)``, where fd is
-        None if core opened the file itself (a mode posixfile leaves)"""
+        None if core opened the file itself (a mode posixfile leaves).
+        ``joined`` is ``vfs.join(path)``, the name the vfs opens."""
         global _opening
         # only this path: the vfs may open others meanwhile (the temporary
         # copy that breaks a hardlink), and those own their descriptors
-        self._path = vfs.join(path)
+        self._path = joined
         self._opened = None
         _opening = self
         try:

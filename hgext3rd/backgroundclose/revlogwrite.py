@@ -228,7 +228,9 @@ def vfsopen(orig, self, path, mode=b'rb', *args, **kwargs):
         # checkambig: core's wrapper stats the file by name as it closes
         fp, fd = orig(self, path, mode, *args, **kwargs), None
     else:
-        fp, fd = session.files.open_through(orig, self, path, mode, kwargs)
+        fp, fd = session.files.open_through(
+            orig, self, path, mode, kwargs, self.join(path)
+        )
     return handover.HandedOverFile(
         fp, closer, path, fd, session.files, onclose=session.closed_one
     )

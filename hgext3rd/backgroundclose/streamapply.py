@@ -219,7 +219,7 @@ class ApplySession:
         clock = util.timer
         write = os.write
         # a writer thread of a parallel apply keeps its failures for the
-        # main thread, which raises them when it drains the closer
+        # main thread, which raises them when it finishes the closer
         onmain = threading.current_thread() is threading.main_thread()
         for path, mode, data in info:
             if not onmain and closer.failed():
@@ -329,17 +329,16 @@ class SessionCloser:
         return self
 
     def __exit__(self, exc_type, exc_value, exc_tb):
-        if exc_type is None:
-            self._session.closer.drain()
-            self._session.check_complete()
-        else:
-            # failing: take the files back now, inside the transaction, so
-            # that its abort runs with the disk space they used; but only
-            # once every thread is done (settle() absorbs a second Ctrl-C
-            # meanwhile), or take_back() would close descriptors a worker
-            # is about to close too
-            self._session.closer.settle()
+        failing = exc_type is not None
+        # every close done and every thread joined, even if interrupted
+        # meanwhile; then the first failure, if any, is raised
+        self._session.closer.finish(failing)
+        if failing:
+            # take the files back now, inside the transaction, so that its
+            # abort runs with the disk space they used
             self._session.take_back()
+        else:
+            self._session.check_complete()
         return False
 
     def close(self, fh):
@@ -379,15 +378,21 @@ def _apply(session, orig, repo, fp, args, kwargs):
     wrappers = list(_SESSION_SEAMS)
     if session.closer.native:
         wrappers.append((util, 'posixfile', handover.posixfile))
+    failing = True
     try:
-        with session.closer, seams.installed(wrappers):
-            try:
-                result = orig(repo, fp, *args, **kwargs)
-            finally:
-                _session = None
+        try:
+            with seams.installed(wrappers):
+                try:
+                    result = orig(repo, fp, *args, **kwargs)
+                finally:
+                    _session = None
+            failing = False
+        finally:
+            # done already where the consumer left backgroundclosing()
+            session.closer.finish(failing)
     except BaseException as exc:
-        # every file handed over is closed now (leaving the closer joined
-        # its threads): take back what the failed apply wrote
+        # every file handed over is closed now (finishing the closer
+        # joined its threads): take back what the failed apply wrote
         session.take_back()
         if isinstance(exc, closermod.FileError):
             raise session.abort(exc) from exc
@@ -435,34 +440,38 @@ def vfsopen(orig, self, path, mode=b'rb', *args, **kwargs):
     before = mkdir.seconds
     start = util.timer()
     files = session.files
+    joined = self.join(path)
     try:
         if session.closer.native:
-            fp, fd = files.open_through(orig, self, path, mode, kwargs)
+            fp, fd = files.open_through(orig, self, path, mode, kwargs, joined)
         else:
             fp, fd = orig(self, path, mode, **kwargs), None
     except ValueError as exc:  # a NUL byte in the name
-        raise closermod.FileError(self.join(path), exc, 'opening') from exc
+        raise closermod.FileError(joined, exc, 'opening') from exc
     # opening may create directories; those count as mkdir, not open
     table['open'].add(util.timer() - start - (mkdir.seconds - before))
     return handover.HandedOverFile(
-        fp, session.closer, self.join(path), fd, files, table['write']
+        fp, session.closer, joined, fd, files, table['write']
     )
 
 
-_mkdirdepth = threading.local()
+# util.makedirs calls itself for missing parents: only the outermost call
+# is timed.  Directories are made on the main thread; another thread's
+# call while this is set is only left out of the report.
+_mkdirinside = False
 
 
 def makedirs(orig, name, *args, **kwargs):
+    global _mkdirinside
     session = _session
-    # util.makedirs calls itself for missing parents: time the outer call
-    if session is None or getattr(_mkdirdepth, 'inside', False):
+    if session is None or _mkdirinside:
         return orig(name, *args, **kwargs)
-    _mkdirdepth.inside = True
+    _mkdirinside = True
     start = util.timer()
     try:
         return orig(name, *args, **kwargs)
     finally:
-        _mkdirdepth.inside = False
+        _mkdirinside = False
         session.book.mine()['mkdir'].add(util.timer() - start)
 
 

@@ -95,10 +95,9 @@ class WorkingCopyCloser:
 
     def open(self, orig, vfs, path, mode, kwargs):
         """open a file update writes, its descriptor for the lane"""
-        fp, fd = self.files.open_through(orig, vfs, path, mode, kwargs)
-        return handover.HandedOverFile(
-            fp, self.closer, vfs.join(path), fd, self.files
-        )
+        joined = vfs.join(path)
+        fp, fd = self.files.open_through(orig, vfs, path, mode, kwargs, joined)
+        return handover.HandedOverFile(fp, self.closer, joined, fd, self.files)
 
 
 def backgroundfilecloser(orig, ui, expectedcount=-1):

@@ -1,0 +1,259 @@
+# policy.py - when to close inline, when on threads, and on how many
+#
+# Copyright 2026 hg-backgroundclose contributors
+#
+# This software may be used and distributed according to the terms of the
+# GNU General Public License version 2 or any later version.
+"""The closer's decisions, apart from its threads.
+
+A ``Policy`` holds no thread, lock or file.  The closer (closer.py) tells
+it what it measured (how long a close took, how much of that was CPU, that
+one more file was submitted) and asks it what to do: close this file inline
+or hand it over, start how many threads.  The time comes from the ``clock``
+it is given, so that tests drive it without threads or sleeps.  The closer
+calls it under its own lock wherever two submitting threads could.
+
+The three policies:
+
+- ``inline``: every file is closed by the thread that submits it;
+- ``background``: every file is handed over, from the first;
+- ``adaptive``: closes start inline, timed into a smoothed estimate (one
+  slow close among cheap ones does not move it much, and no close counts
+  for more than ``OUTLIER`` times the threshold: a writer preempted in the
+  middle of a close is not a slow file system).  When the estimate exceeds
+  ``threshold`` seconds, closes go to background threads.  Now and then
+  (after ``PROBE_FIRST`` files, then twice as many each time it is
+  confirmed) a few closes are timed inline again, to measure the file
+  system without background threads in the way; when those are cheap
+  (below half the threshold), closing goes back inline.
+
+Sizing, in background mode: at every ``window`` submissions, as many
+threads as keep the submitter from waiting (close latency divided by the
+interval between submissions, plus a quarter for jitter), up to
+``maxthreads``; a backlog of over half the queue adds one more.
+
+Closes timed inline while they are not cheap are also timed in the closing
+thread's CPU time.  When most of a close is CPU (an antivirus scan, not a
+network round trip), threads beyond the number of cores only take turns at
+the same cores, so the pool stops at the core count.
+
+So few files that threads are not worth starting (``expectedcount`` below
+``minfilecount``, core's meaning of backgroundcloseminfilecount) are closed
+inline whatever the policy.
+"""
+
+import math
+import os
+import time
+
+INLINE = 'inline'
+BACKGROUND = 'background'
+ADAPTIVE = 'adaptive'
+POLICIES = (INLINE, BACKGROUND, ADAPTIVE)
+
+
+class Policy:
+    """the decisions of one closer; see the module doc"""
+
+    # adaptive mode: weight of one close in the inline latency estimate
+    SMOOTHING = 1.0 / 32
+    # adaptive mode: most one close counts in the estimate, in thresholds
+    OUTLIER = 4
+    # adaptive mode: weight of one close in the CPU share estimate
+    CPU_SMOOTHING = 1.0 / 8
+    # background mode: files between two inline probes, at first and at most
+    PROBE_FIRST = 256
+    PROBE_MOST = 16384
+    # closes timed inline by one probe
+    PROBE_LENGTH = 8
+
+    def __init__(
+        self,
+        policy=ADAPTIVE,
+        threads=4,
+        maxthreads=64,
+        threshold=30e-6,
+        window=16,
+        minfilecount=2048,
+        expectedcount=-1,
+        clock=time.perf_counter,
+        cores=None,
+    ):
+        if policy not in POLICIES:
+            raise ValueError('unknown policy %r' % (policy,))
+        if threads < 1 or window < 1:
+            raise ValueError('threads and window must be positive')
+        self.requested = policy
+        self.reason = None
+        if 0 <= expectedcount < minfilecount and policy != INLINE:
+            policy = INLINE
+            self.reason = 'fewer files than minfilecount'
+        self.policy = policy
+        self.threads = threads
+        self.maxthreads = max(threads, maxthreads)
+        self.threshold = threshold
+        self.window = window
+        self.cores = cores or os.cpu_count() or 1
+        self._clock = clock
+
+        self.background = policy == BACKGROUND
+        self.switches = 0  # changes between inline and background
+        # no thread could be started (a process or memory limit): inline
+        # for good
+        self.threadless = False
+        # adaptive, inline: smoothed close time measured on the submitters
+        self.estimate = 0.0
+        # background: close latency measured without background threads in
+        # the way (the close that made us switch, then each probe); what
+        # threads measure also holds their wait for the GIL, which would
+        # oversize the pool
+        self.latency = 0.0
+        # the share of the time of closes timed inline that was the
+        # closing thread's CPU time, once measured
+        self.cpushare = None
+        # background: submissions in this sizing window, and when it began
+        self._wincount = 0
+        self._winstart = clock()
+        # background, adaptive: submissions until the next probe, the probe
+        # interval, closes left in the running probe and their total time
+        self._probeat = self.PROBE_FIRST
+        self._probeevery = self.PROBE_FIRST
+        self._probeleft = 0
+        self._probesum = 0.0
+
+    @property
+    def mode(self):
+        """what the closer does now: INLINE or BACKGROUND"""
+        return BACKGROUND if self.background else INLINE
+
+    @property
+    def burning(self):
+        """whether closes spend their time on the CPU"""
+        return self.cpushare is not None and self.cpushare >= 0.5
+
+    # inline closes -------------------------------------------------------
+
+    def wants_cpu_time(self, probing):
+        """whether to time the next inline close in CPU time too (a system
+        call each time: not for closes that are cheap anyway)"""
+        return probing or (
+            self.policy == ADAPTIVE and self.estimate * 4 > self.threshold
+        )
+
+    def learn_cpu(self, duration, cpu):
+        """a close timed inline took ``duration`` seconds, ``cpu`` of them
+        on the closing thread's CPU"""
+        if duration <= 0:
+            return
+        share = min(1.0, cpu / duration)
+        if self.cpushare is None:
+            self.cpushare = share
+        else:
+            self.cpushare += (share - self.cpushare) * self.CPU_SMOOTHING
+
+    def learn_inline(self, duration):
+        """adaptive mode: a close timed inline (not a probe) took
+        ``duration`` seconds.  True when closing should go to the
+        background now: then start threads, and call switch_to_background()
+        if any runs."""
+        # a close is counted at most OUTLIER times the threshold: a thread
+        # preempted in the middle of one close (4 update workers on 2
+        # cores) would otherwise switch on its own, as 1/32 of a few
+        # milliseconds is above the threshold; a real latency still
+        # switches, after about ten closes
+        sample = min(duration, self.threshold * self.OUTLIER)
+        self.estimate += (sample - self.estimate) * self.SMOOTHING
+        return (
+            self.estimate > self.threshold
+            and not self.background
+            and not self.threadless
+        )
+
+    def switch_to_background(self, duration):
+        """threads run: hand closes over from now on; ``duration`` is the
+        close that decided it"""
+        self.background = True
+        self.switches += 1
+        self._probeat = self._probeevery = self.PROBE_FIRST
+        self._probeleft = 0
+        # size the pool from the close just measured: the smoothed estimate
+        # lags far behind a latency that is high from the start
+        self.latency = max(self.latency, duration)
+        self._wincount = 0
+        self._winstart = self._clock()
+
+    # background ---------------------------------------------------------
+
+    def take_probe(self):
+        """background mode, for a file about to be handed over: True to
+        close it inline instead, timed, for a probe"""
+        if self._probeleft:
+            self._probeleft -= 1
+            return True
+        return False
+
+    def account(self):
+        """count one file handed over; at the end of a sizing window, the
+        mean interval between submissions in it (else None)"""
+        interval = None
+        self._wincount += 1
+        if self._wincount >= self.window:
+            now = self._clock()
+            interval = (now - self._winstart) / self._wincount
+            self._winstart = now
+            self._wincount = 0
+        if self.policy == ADAPTIVE:
+            self._probeat -= 1
+            if self._probeat <= 0:
+                self._probeleft = self.PROBE_LENGTH
+                self._probesum = 0.0
+        return interval
+
+    def learn_probe(self, duration):
+        """one close of a probe took ``duration`` seconds, inline"""
+        self._probesum += duration
+        if self._probeleft:
+            return
+        mean = self._probesum / self.PROBE_LENGTH
+        if mean < self.threshold / 2:
+            # closes became cheap: handing them over costs more than it
+            # saves; the threads stay parked until the closer finishes
+            self.background = False
+            self.switches += 1
+            self.estimate = mean
+            return
+        self.latency = mean
+        self._probeevery = min(self._probeevery * 2, self.PROBE_MOST)
+        self._probeat = self._probeevery
+
+    def threads_needed(self, interval, running, backlog):
+        """how many threads keep closes of ``self.latency`` seconds up with
+        one submission every ``interval`` seconds; ``backlog``: over half
+        the queue is waiting"""
+        if interval <= 0:
+            interval = 1e-6
+        need = math.ceil(self.latency / interval * 1.25) + 1
+        if backlog:
+            # the threads fall behind all the same: one more
+            need = max(need, running + 1)
+        return min(need, self.thread_cap())
+
+    def thread_cap(self):
+        """the most threads worth running"""
+        if self.burning:
+            return min(self.maxthreads, self.cores)
+        return self.maxthreads
+
+    def refused(self, running):
+        """the system started only ``running`` threads of those asked"""
+        self.maxthreads = running
+        if not running:
+            self.threadless = True
+            self.background = False
+            self.reason = 'no thread could be started'
+
+    def disown(self):
+        """in a forked child: inline from now on, without threads"""
+        self.threadless = True
+        self.background = False
+        self._probeleft = 0

@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+# cramjobs.py - run the cram tests a few at a time
+#
+# Copyright 2026 hg-backgroundclose contributors
+#
+# This software may be used and distributed according to the terms of the
+# GNU General Public License version 2 or any later version.
+"""cramjobs.py [--jobs N] -- CRAM [OPTION...] PATH...
+
+Run CRAM once per test file (a PATH that is a directory stands for its
+*.t files), N at a time, the largest files first.  Most of these tests
+spend their time waiting for modelled slow closes and sleeps, so two at a
+time on two cores take about half as long.  Each test's output is printed
+whole once it ends, with its time; the exit code is 1 if any failed.
+"""
+
+import argparse
+import concurrent.futures
+import os
+import subprocess
+import sys
+import time
+
+
+def test_files(paths):
+    found = []
+    for path in paths:
+        if os.path.isdir(path):
+            found.extend(
+                os.path.join(path, name)
+                for name in sorted(os.listdir(path))
+                if name.endswith('.t')
+            )
+        else:
+            found.append(path)
+    # the largest first, so that the last to start are short
+    return sorted(found, key=lambda p: -os.path.getsize(p))
+
+
+def run(command, path):
+    start = time.monotonic()
+    proc = subprocess.run(
+        command + [path],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    return path, proc.returncode, proc.stdout, time.monotonic() - start
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--jobs', type=int, default=2)
+    parser.add_argument('command', nargs=argparse.REMAINDER)
+    args = parser.parse_args()
+    command = args.command
+    if command and command[0] == '--':
+        command = command[1:]
+    options = [a for a in command[1:] if a.startswith('-')]
+    paths = [a for a in command[1:] if not a.startswith('-')]
+    command = command[:1] + options
+    tests = test_files(paths)
+    failed = []
+    started = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        futures = [pool.submit(run, command, path) for path in tests]
+        for future in concurrent.futures.as_completed(futures):
+            path, code, output, seconds = future.result()
+            text = output.decode('utf-8', 'replace')
+            verdict = 'failed' if code else 'ok'
+            if code:
+                failed.append(path)
+                sys.stdout.write(text)
+            elif ' 1 skipped' in text:
+                verdict = 'skipped'
+            print('%-36s %-8s %6.1f s' % (path, verdict, seconds), flush=True)
+    print('%d tests, %d failed, %.0f s' % (
+        len(tests), len(failed), time.monotonic() - started))
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

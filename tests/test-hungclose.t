@@ -1,0 +1,85 @@
+Closes that never return
+========================
+
+On a hard-mounted NFS server that went away, close() can block for good.
+Core would hang there; with the extension, the close hangs on a background
+thread, the apply goes on until it waits for that close, and Ctrl-C still
+stops hg: after an interrupt, finishing waits for hung closes at most 5
+seconds, then leaves them to their threads, which alone own those
+descriptors.  The destination is taken back as for any interrupt.
+
+bench/slowclose.c makes the close of one file never return
+(SLOWCLOSE_HANG_MATCH).  Each run below starts hg in the background (with
+SIGINT handled as in a terminal: a shell script's background jobs ignore
+it), sends SIGINT once the close has hung for two seconds, and gives hg 30
+seconds to exit: "hung" would mean it did not.
+
+  $ [ -n "$SLOWCLOSE_SO" ] && [ -f "$SLOWCLOSE_SO" ] || exit 80
+  $ . "$TESTDIR/setup.sh"
+  $ cat >> .hgrc <<HGRC
+  > [worker]
+  > backgroundclose = yes
+  > backgroundcloseminfilecount = 0
+  > HGRC
+  $ makerepo src 300
+  $ hg -R src debugcreatestreamclonebundle v1.hg > /dev/null
+  $ hg -R src bundle -q -a --type 'none-v2;stream=v2' v2.hg
+  $ hg -R src bundle -q -a --type zstd-v2 cg.hg
+  $ hanging() {
+  >   SLOWCLOSE_HANG_MATCH=ipc/gfx/security LD_PRELOAD="$SLOWCLOSE_SO" \
+  >     python3 "$TESTDIR/withsigint.py" hg "$@" > out 2>&1 &
+  >   pid=$!
+  >   sleep 2
+  >   kill -INT $pid
+  >   for i in $(seq 300); do
+  >     kill -0 $pid 2> /dev/null || break
+  >     sleep 0.1
+  >   done
+  >   if kill -0 $pid 2> /dev/null; then
+  >     echo hung
+  >     kill -9 $pid
+  >   fi
+  >   wait $pid
+  >   echo "exit $?"
+  >   cat out
+  > }
+
+Stream v1 and v2 on the C lane, and v1 on Python threads:
+
+  $ for run in v1-yes v2-yes v1-no; do
+  >   hg init $run
+  >   hanging -R $run -q debugapplystreamclonebundle ${run%-*}.hg \
+  >     --config worker.backgroundclosenative=${run#*-}
+  >   asnew $run
+  > done
+  exit 255
+  interrupted!
+  v1-yes: as new
+  exit 255
+  interrupted!
+  v2-yes: as new
+  exit 255
+  interrupted!
+  v1-no: as new
+
+A changegroup, rolled back by core's transaction once the closes are left
+behind:
+
+  $ hg init cg
+  $ hanging -R cg -q unbundle cg.hg
+  exit 255
+  transaction abort!
+  rollback completed
+  interrupted!
+  $ hg -R cg log -T x
+  $ hg -R cg verify -q
+
+An update without forked workers leaves the files it wrote, as an
+interrupted update does:
+
+  $ hg clone -q -U src wc
+  $ hanging -R wc -q update tip --config worker.enabled=no
+  exit 255
+  interrupted!
+  $ hg -R wc update -q -C tip
+  $ hg -R wc status

@@ -1,0 +1,152 @@
+# test_policy.py - the closer's decisions, without threads, driven by a clock
+#
+# Copyright 2026 hg-backgroundclose contributors
+#
+# This software may be used and distributed according to the terms of the
+# GNU General Public License version 2 or any later version.
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
+
+from hgext3rd.backgroundclose import policy as policymod  # noqa: E402
+from hgext3rd.backgroundclose.policy import Policy  # noqa: E402
+
+
+class Clock:
+    """a clock that moves only when told"""
+
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+def switch_after(policy, duration, most=1000):
+    """how many inline closes of ``duration`` seconds until the policy
+    wants the background, or None"""
+    for count in range(1, most + 1):
+        if policy.learn_inline(duration):
+            return count
+    return None
+
+
+def test_cheap_closes_stay_inline():
+    policy = Policy(threshold=30e-6)
+    assert switch_after(policy, 5e-6) is None
+    assert policy.mode == policymod.INLINE
+
+
+def test_slow_closes_switch_within_a_few_dozen_files():
+    policy = Policy(threshold=30e-6)
+    count = switch_after(policy, 700e-6)
+    assert count is not None and count <= 20
+
+
+def test_one_preempted_close_among_cheap_ones_does_not_switch():
+    # a writer preempted for 5 ms in the middle of one close
+    policy = Policy(threshold=30e-6)
+    for _ in range(100):
+        assert not policy.learn_inline(5e-6)
+    assert not policy.learn_inline(5e-3)
+    assert switch_after(policy, 5e-6, most=100) is None
+
+
+def test_too_few_files_close_inline_whatever_the_policy():
+    policy = Policy(policymod.BACKGROUND, minfilecount=100, expectedcount=10)
+    assert policy.mode == policymod.INLINE
+    assert policy.reason == 'fewer files than minfilecount'
+    assert policy.requested == policymod.BACKGROUND
+
+
+def test_threads_sized_from_latency_and_submission_interval():
+    clock = Clock()
+    policy = Policy(policymod.BACKGROUND, window=16, clock=clock)
+    policy.switch_to_background(700e-6)
+    interval = None
+    for _ in range(16):
+        clock.now += 100e-6  # one submission every 100 us
+        interval = policy.account()
+    assert interval == pytest.approx(100e-6)
+    # 700 us closes, a file every 100 us: 7 busy threads, a quarter more
+    # for jitter, and one
+    assert policy.threads_needed(interval, running=4, backlog=False) == 10
+    assert policy.threads_needed(interval, running=12, backlog=True) == 13
+    assert policy.threads_needed(1e-9, running=4, backlog=False) == 64
+
+
+def test_closes_that_burn_cpu_stop_the_pool_at_the_core_count():
+    policy = Policy(cores=2, maxthreads=64)
+    policy.latency = 700e-6
+    for _ in range(20):
+        policy.learn_cpu(700e-6, 690e-6)  # nearly all of it on the CPU
+    assert policy.burning
+    assert policy.thread_cap() == 2
+    assert policy.threads_needed(100e-6, running=1, backlog=True) == 2
+
+
+def test_closes_that_wait_are_not_capped_at_the_core_count():
+    policy = Policy(cores=2, maxthreads=64)
+    policy.latency = 700e-6
+    for _ in range(20):
+        policy.learn_cpu(700e-6, 5e-6)  # a network round trip
+    assert not policy.burning
+    assert policy.threads_needed(100e-6, running=1, backlog=False) == 10
+
+
+def test_cpu_time_asked_only_of_closes_that_are_not_cheap():
+    policy = Policy(threshold=30e-6)
+    assert not policy.wants_cpu_time(probing=False)
+    assert policy.wants_cpu_time(probing=True)
+    switch_after(policy, 700e-6, most=3)
+    assert policy.wants_cpu_time(probing=False)
+
+
+def test_probes_go_back_inline_when_closes_became_cheap():
+    policy = Policy(threshold=30e-6)
+    assert switch_after(policy, 700e-6)
+    policy.switch_to_background(700e-6)
+    probed = 0
+    for _ in range(Policy.PROBE_FIRST + Policy.PROBE_LENGTH):
+        if policy.take_probe():
+            probed += 1
+            policy.learn_probe(2e-6)
+        else:
+            policy.account()
+    assert probed == Policy.PROBE_LENGTH
+    assert policy.mode == policymod.INLINE
+    assert policy.switches == 2
+
+
+def test_probes_that_confirm_slow_closes_come_less_often():
+    policy = Policy(threshold=30e-6)
+    policy.switch_to_background(700e-6)
+    probes = []
+    for submission in range(3 * Policy.PROBE_FIRST + 4 * Policy.PROBE_LENGTH):
+        if policy.take_probe():
+            probes.append(submission)
+            policy.learn_probe(700e-6)
+        else:
+            policy.account()
+    # one probe after PROBE_FIRST files, the next twice as far
+    starts = [p for i, p in enumerate(probes) if i % Policy.PROBE_LENGTH == 0]
+    assert len(starts) == 2
+    assert policy.mode == policymod.BACKGROUND
+
+
+def test_no_thread_at_all_means_inline_for_good():
+    policy = Policy(policymod.BACKGROUND)
+    policy.refused(0)
+    assert policy.mode == policymod.INLINE
+    assert policy.threadless
+    assert not switch_after(policy, 700e-6, most=50)
+    assert policy.reason == 'no thread could be started'
+
+
+def test_unknown_policy_refused():
+    with pytest.raises(ValueError):
+        Policy('sometimes')
