@@ -26,7 +26,8 @@ seconds to exit: "hung" would mean it did not.
   $ hg -R src bundle -q -a --type 'none-v2;stream=v2' v2.hg
   $ hg -R src bundle -q -a --type zstd-v2 cg.hg
   $ hanging() {
-  >   SLOWCLOSE_HANG_MATCH=ipc/gfx/security LD_PRELOAD="$SLOWCLOSE_SO" \
+  >   SLOWCLOSE_HANG_MATCH=${SLOWCLOSE_HANG_MATCH:-ipc/gfx/security} \
+  >   LD_PRELOAD="$SLOWCLOSE_SO" \
   >     python3 "$TESTDIR/withsigint.py" hg "$@" > out 2>&1 &
   >   pid=$!
   >   sleep 2
@@ -44,9 +45,9 @@ seconds to exit: "hung" would mean it did not.
   >   cat out
   > }
 
-Stream v1 and v2 on the C lane, and v1 on Python threads:
+Stream v1 and v2, on the C lane and on Python threads:
 
-  $ for run in v1-yes v2-yes v1-no; do
+  $ for run in v1-yes v2-yes v1-no v2-no; do
   >   hg init $run
   >   hanging -R $run -q debugapplystreamclonebundle ${run%-*}.hg \
   >     --config worker.backgroundclosenative=${run#*-}
@@ -61,6 +62,28 @@ Stream v1 and v2 on the C lane, and v1 on Python threads:
   exit 255
   interrupted!
   v1-no: as new
+  exit 255
+  interrupted!
+  v2-no: as new
+
+Every close hangs, so that the queue fills (8 files here) and the writing
+thread waits for room when Ctrl-C comes: the wait is interrupted, and
+finishing is bounded all the same.  The descriptors it still holds are
+left open (closing them would hang too), and hg exits:
+
+  $ for run in v1 v2; do
+  >   hg init full-$run
+  >   SLOWCLOSE_HANG_MATCH=.i hanging -R full-$run -q \
+  >     debugapplystreamclonebundle $run.hg \
+  >     --config worker.backgroundclosemaxqueue=8
+  >   asnew full-$run
+  > done
+  exit 255
+  interrupted!
+  full-v1: as new
+  exit 255
+  interrupted!
+  full-v2: as new
 
 A changegroup, rolled back by core's transaction once the closes are left
 behind:

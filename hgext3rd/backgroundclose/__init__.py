@@ -36,9 +36,11 @@ its closes to one closer:
   goes on;
 - a failed close is reported (``abort: error closing <file>: <reason>``) and
   the apply aborts, whichever thread the close ran on;
-- a close that never returns (a hard-mounted NFS server gone away) does not
-  keep Ctrl-C from stopping hg: after an interrupt, hung closes are waited
-  for at most 5 seconds, then left to their threads;
+- a close that never returns on a background thread does not keep Ctrl-C
+  from stopping hg: after an interrupt, hung closes are waited for at most
+  5 seconds, then left to their threads (where every file system call
+  hangs, as on a hard-mounted NFS server gone away, taking the apply back
+  hangs too, as core would);
 - a failed or interrupted apply removes the files it wrote to the store
   and the cache, so that the repository is left as it was;
 - a stream that does not hold what its header declares (cut short, an

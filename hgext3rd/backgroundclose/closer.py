@@ -47,6 +47,7 @@ closes every descriptor exactly once.
 import collections
 import os
 import signal
+import sys
 import threading
 import time
 import weakref
@@ -78,7 +79,14 @@ _FD_RESERVE = 32
 # the main thread, where it interrupts whatever waits there (and never a
 # close in progress on a worker)
 if hasattr(signal, 'pthread_sigmask'):
-    _WORKER_BLOCKS = signal.valid_signals()
+    # the asynchronous ones: a fault (SIGSEGV, SIGBUS) must still reach the
+    # thread that faults, and faulthandler report it
+    _WORKER_BLOCKS = {
+        getattr(signal, name)
+        for name in ('SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT', 'SIGALRM',
+                     'SIGUSR1', 'SIGUSR2', 'SIGCHLD', 'SIGWINCH', 'SIGPIPE')
+        if hasattr(signal, name)
+    }
 else:  # Windows: Ctrl-C reaches the main thread's waits anyway
     _WORKER_BLOCKS = None
 
@@ -301,7 +309,10 @@ class Closer:
         self._work = threading.Condition(self._lock)  # workers wait for items
         self._room = threading.Condition(self._lock)  # submitters wait for room
         self._items = collections.deque()
-        self._pending = 0  # handed over and not yet closed
+        # taken by a worker and not closed yet; with what is queued, all
+        # that is pending (counted by the workers alone, so that a signal
+        # in the submitter can never leave the count wrong)
+        self._inflight = 0
         self._idle = 0  # workers waiting for an item
         self._roomwaiters = 0
         self._stopping = False
@@ -413,7 +424,9 @@ class Closer:
     def pending(self):
         """how many files were handed over and are not closed yet"""
         lane = self._lane
-        return self._pending if lane is None else lane.pending
+        if lane is None:
+            return len(self._items) + self._inflight
+        return lane.pending
 
     @property
     def peakpending(self):
@@ -490,7 +503,6 @@ class Closer:
                             and self._items[-1][0] is target
                         ):
                             self._items.pop()
-                            self._pending -= 1
                             self._forget_name_locked(name)
                         raise
             except BaseException:
@@ -507,13 +519,18 @@ class Closer:
         cpustart = None
         if policy.wants_cpu_time(probing):
             cpustart = _thread_time()
+        # what the policy learns from is the close alone: with the system
+        # call above in it, cheap closes on a busy machine would measure
+        # slow enough to switch on their own
+        closestart = clock()
         try:
             self._closefn(target)
         except Exception as exc:
             stat.add(clock() - start)
             raise FileError(name, exc) from exc
-        duration = clock() - start
-        stat.add(duration)
+        end = clock()
+        duration = end - closestart
+        stat.add(end - start)
         if cpustart is not None:
             policy.learn_cpu(duration, _thread_time() - cpustart)
         if probing:
@@ -545,18 +562,26 @@ class Closer:
         return _HANDED
 
     def _enqueue_locked(self, target, name):
-        while self._pending >= self.maxqueue:
+        items = self._items
+        while len(items) + self._inflight >= self.maxqueue:
             if len(self._workers) < self.maxthreads:
                 # the pool is too small for this latency: grow it now
                 self._start_workers(1)
             self._wait_for_a_close_locked()
-        self._items.append((target, name))
-        self._pending += 1
+        # the hand-over: one step.  An interrupt after it (in any step
+        # below) is taken back by _submit(), the lock still held
+        items.append((target, name))
+        if self.owned is not None and type(target) is int:
+            # the pool's from here on, as on the C lane: whoever cleans up
+            # after a failure (even once hung closes were left to their
+            # threads) must not close it too
+            self.owned.discard(target)
         queuednames = self._queuednames
         if queuednames is not None and name is not None:
             queuednames[name] = queuednames.get(name, 0) + 1
-        if self._pending > self._peakpending:
-            self._peakpending = self._pending
+        pending = len(items) + self._inflight
+        if pending > self._peakpending:
+            self._peakpending = pending
         # wake a parked worker only when the busy ones have more than one
         # file each waiting, and at least BATCH files wait: a worker that
         # finds work when it finishes a close costs fewer GIL hand-offs
@@ -574,11 +599,12 @@ class Closer:
         back: wait_for(name) must not wait for it any more"""
         queuednames = self._queuednames
         if queuednames is not None and name is not None:
-            left = queuednames[name] - 1
-            if left:
+            # not counted yet if an interrupt fell right after the hand-over
+            left = queuednames.get(name, 0) - 1
+            if left > 0:
                 queuednames[name] = left
             else:
-                del queuednames[name]
+                queuednames.pop(name, None)
 
     def _account_locked(self):
         """count a submission: size the pool at every window, and count
@@ -696,6 +722,7 @@ class Closer:
                     self._work.wait()
                     self._idle -= 1
                 target, name = items.popleft()
+                self._inflight += 1
                 lock.release()
                 error = None
                 start = clock()
@@ -706,7 +733,7 @@ class Closer:
                 duration = clock() - start
                 stat.add(duration)
                 lock.acquire()
-                self._pending -= 1
+                self._inflight -= 1
                 self._forget_name_locked(name)
                 if error is not None:
                     self._errors.append(error)
@@ -740,13 +767,6 @@ class Closer:
         """close ``target`` here, on a path that is already failing (and
         drop it from ``owned``)"""
         close_quietly(target, self._closefn)
-
-    def close_leftovers(self):
-        """after a failure, once every close handed over is done: close the
-        descriptors still in ``owned`` (an interrupt kept them from the
-        closer)"""
-        for fd in list(self.owned):
-            self.close_quietly(fd)
 
     def _collect_lane_failures(self):
         """turn the closes the lane saw fail into errors to raise"""
@@ -791,7 +811,7 @@ class Closer:
             self._collect_lane_failures()
             return
         with self._lock:
-            while self._pending:
+            while self._items or self._inflight:
                 self._wait_for_a_close_locked()
 
     def wait_for(self, name):
@@ -842,6 +862,10 @@ class Closer:
         """
         interrupted = None
         deadline = None
+        if isinstance(sys.exc_info()[1], (KeyboardInterrupt, SystemExit)):
+            # finishing because of an interrupt caught elsewhere (a
+            # submitter waiting for room in a full queue): bounded too
+            deadline = time.monotonic() + self.GRACE
         while not self.abandoned:  # once left to hung closes, never again
             try:
                 if not self._stop(deadline):
@@ -891,12 +915,14 @@ class Closer:
     def _abandon(self):
         """closes hang past the grace period: leave them, and the files
         still queued behind them, to the threads"""
+        if self._lane is not None:
+            # first: once ``abandoned`` is set, nothing calls this again,
+            # and a lane freed with hung closes would wait for them
+            self._lane.abandon()  # never freed while its threads run
         self.abandoned = True
         self._policy.reason = (
             'closes still hanging were left to their threads'
         )
-        if self._lane is not None:
-            self._lane.abandon()  # never freed while its threads run
 
     def _disown(self):
         """forget every thread, lock and queued file: this process is a
@@ -913,7 +939,7 @@ class Closer:
         # the child shares with the parent
         self._abandoned = self._items
         self._items = collections.deque()
-        self._pending = 0
+        self._inflight = 0
         self._idle = 0
         self._roomwaiters = 0
         self._workers = []

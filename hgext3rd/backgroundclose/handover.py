@@ -69,8 +69,8 @@ class OwnedFiles:
         # copy that breaks a hardlink), and those own their descriptors
         self._path = joined
         self._opened = None
-        _opening = self
         try:
+            _opening = self
             fp = orig(vfs, path, mode, **kwargs)
         except BaseException:
             # opened, then the vfs failed (fixing the file's mode)
@@ -119,7 +119,17 @@ class OwnedFiles:
 
     def release(self):
         """after a failure, once every close handed over is done: close
-        what an interrupt or an error kept from the closer"""
+        what an interrupt or an error kept from the closer.  If the closer
+        left hung closes to its threads, closing here would hang as well:
+        the descriptors are then only forgotten (the process leaks them),
+        and the file objects over them marked closed."""
+        if self.closer.abandoned:
+            for fd in list(self.fds):
+                fp = self._files.pop(fd, None)
+                if fp is not None:
+                    closermod.close_quietly(getattr(fp, 'raw', fp))
+                self.fds.discard(fd)
+            return
         for fd in list(self.fds):
             self.discard(fd)
 
@@ -182,12 +192,17 @@ class HandedOverFile:
     def close(self):
         if self._closed:
             return
-        self._closed = True
         fp = self._fp
         name = self._name
         fd = self._fd
         if fd is None:
-            closermod.flush_for_handover(fp, name)
+            try:
+                closermod.flush_for_handover(fp, name)
+            except closermod.FileError:
+                self._closed = True  # closed by flush_for_handover
+                raise
+            # an interrupt before this leaves it to _close_here()
+            self._closed = True
             self._closer.close(fp, name)
         else:
             try:
@@ -196,8 +211,12 @@ class HandedOverFile:
             except BaseException:
                 # failed or interrupted while flushing: fp may still hold
                 # bytes, and must never write them after fd is closed
+                self._closed = True
                 self._files.discard(fd)
                 raise
+            self._closed = True
+            # from here on fd alone: still in the owned set, for
+            # release() if an interrupt keeps it from the closer
             self._files.handing_over(fd)
             self._closer.close(fd, name)
         if self._onclose is not None:
@@ -225,7 +244,7 @@ class HandedOverFile:
         # core leaves a file to the garbage collector now and then; one
         # over a descriptor it does not own is closed here, unless the
         # session did after a failure (then it is not owned any more)
-        fd = getattr(self, '_fd', None)  # None if __init__ did not run
+        fd = self.__dict__.get('_fd')  # None if __init__ did not run
         try:
             if fd is not None and not self._closed and fd in self._files.fds:
                 self._close_here()

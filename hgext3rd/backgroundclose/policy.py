@@ -52,6 +52,15 @@ ADAPTIVE = 'adaptive'
 POLICIES = (INLINE, BACKGROUND, ADAPTIVE)
 
 
+def _usable_cores():
+    """the cores this process may run on (a container may allow fewer
+    than the machine has)"""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
+
+
 class Policy:
     """the decisions of one closer; see the module doc"""
 
@@ -93,7 +102,7 @@ class Policy:
         self.maxthreads = max(threads, maxthreads)
         self.threshold = threshold
         self.window = window
-        self.cores = cores or os.cpu_count() or 1
+        self.cores = cores or _usable_cores()
         self._clock = clock
 
         self.background = policy == BACKGROUND

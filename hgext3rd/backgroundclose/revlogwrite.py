@@ -224,8 +224,14 @@ def vfsopen(orig, self, path, mode=b'rb', *args, **kwargs):
         or (args and args[0])  # atomictemp passed by position
     ):
         return orig(self, path, mode, *args, **kwargs)
-    if not closer.native or kwargs.get('checkambig') or args:
+    if (
+        not closer.native
+        # a descriptor for the lane only once closes go there
+        or not closer.background
         # checkambig: core's wrapper stats the file by name as it closes
+        or kwargs.get('checkambig')
+        or args
+    ):
         fp, fd = orig(self, path, mode, *args, **kwargs), None
     else:
         fp, fd = session.files.open_through(

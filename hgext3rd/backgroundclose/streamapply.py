@@ -111,7 +111,7 @@ class ApplySession:
         closer"""
         self.files.release()
         opening = self._opening
-        if opening is not None:
+        if opening is not None and not self.closer.abandoned:
             # a signal raised as os.open() returns loses the new descriptor
             # (CPython runs handlers right after a call): find it by name
             for fd in _descriptors_of(opening):
@@ -233,13 +233,17 @@ class ApplySession:
             start = clock()
             try:
                 try:
-                    # into rawfds in the same step where the C lane is
-                    # built; os.open's default mode when the stream has none
+                    # into the owned set in the same step where the C lane
+                    # is built; os.open's default mode when the stream has
+                    # none
                     fd = closer.open_owned(
                         path, _OPEN_FLAGS, 0o777 if mode is None else mode
                     )
                 except (OSError, ValueError) as exc:  # ValueError: NUL byte
                     raise closermod.FileError(path, exc, 'opening') from exc
+                # in the owned set now: release() finds it there, and a
+                # search by name could find it queued on the closer later
+                self._opening = None
                 openstat.add(clock() - start)
                 for chunk in data:
                     start = clock()
@@ -260,8 +264,9 @@ class ApplySession:
                     pass
                 continue
             except BaseException:
-                if fd is not None:
-                    closer.close_quietly(fd)
+                # interrupted: fd stays in the owned set, for release() once
+                # every thread is done (closing it here could hang where
+                # closes do)
                 raise
             try:
                 closer.close(fd, path)
@@ -441,8 +446,12 @@ def vfsopen(orig, self, path, mode=b'rb', *args, **kwargs):
     start = util.timer()
     files = session.files
     joined = self.join(path)
+    closer = session.closer
     try:
-        if session.closer.native:
+        # a descriptor for the lane only once closes go there: opening it
+        # costs more than core's open(), and a file object handed over is
+        # closed inline all the same
+        if closer.native and closer.background:
             fp, fd = files.open_through(orig, self, path, mode, kwargs, joined)
         else:
             fp, fd = orig(self, path, mode, **kwargs), None
@@ -451,7 +460,7 @@ def vfsopen(orig, self, path, mode=b'rb', *args, **kwargs):
     # opening may create directories; those count as mkdir, not open
     table['open'].add(util.timer() - start - (mkdir.seconds - before))
     return handover.HandedOverFile(
-        fp, session.closer, joined, fd, files, table['write']
+        fp, closer, joined, fd, files, table['write']
     )
 
 
@@ -466,9 +475,9 @@ def makedirs(orig, name, *args, **kwargs):
     session = _session
     if session is None or _mkdirinside:
         return orig(name, *args, **kwargs)
-    _mkdirinside = True
     start = util.timer()
     try:
+        _mkdirinside = True
         return orig(name, *args, **kwargs)
     finally:
         _mkdirinside = False

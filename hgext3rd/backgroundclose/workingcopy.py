@@ -20,11 +20,11 @@ Each file is flushed on the writing thread before its close is handed over:
 update stats the file right after writing it to record its size and mtime
 in the dirstate, and must find its data there.
 
-Where the closer has the C lane, the files update writes with
-``backgroundclose=True`` are opened for it while the closer is entered
-(``vfs.__call__`` and ``util.posixfile`` are wrapped for that long, see
-handover.py): the lane closes their descriptors, in each forked worker
-and in an update without workers alike.
+Where the closer has the C lane, once it closes in the background, the
+files update writes with ``backgroundclose=True`` are opened for the lane
+(``vfs.__call__`` and ``util.posixfile`` are wrapped from then until the
+closer exits, see handover.py): the lane closes their descriptors, in each
+forked worker and in an update without workers alike.
 """
 
 import threading
@@ -58,9 +58,16 @@ class WorkingCopyCloser:
         self._seams = None
 
     def __enter__(self):
-        if self.closer.native:
-            self._seams = seams.installed(_SEAMS).install()
+        self._open_for_lane_if_background()
         return self
+
+    def _open_for_lane_if_background(self):
+        """once closes go to the C lane, open the next files for it: the
+        wrappers that do it cost every vfs call a little, so they are only
+        put in place then"""
+        closer = self.closer
+        if self._seams is None and closer.native and closer.background:
+            self._seams = seams.installed(_SEAMS).install()
 
     def __exit__(self, exc_type, exc_value, exc_tb):
         failing = exc_type is not None
@@ -92,6 +99,8 @@ class WorkingCopyCloser:
             self.closer.close(fh, name)
         except closermod.FileError as exc:
             raise messages.file_abort(exc, exc.name) from exc
+        if self._seams is None:
+            self._open_for_lane_if_background()
 
     def open(self, orig, vfs, path, mode, kwargs):
         """open a file update writes, its descriptor for the lane"""
@@ -112,6 +121,10 @@ def vfsopen(orig, self, path, mode=b'rb', *args, **kwargs):
     target = getattr(self, '_backgroundfilecloser', None)
     if (
         type(target) is not WorkingCopyCloser
+        or not target.closer.native
+        # a descriptor for the lane only once closes go there: core's
+        # open() costs less, and close() takes core's file then
+        or not target.closer.background
         or args
         or not kwargs.get('backgroundclose')
         or mode not in (b'w', b'wb')
