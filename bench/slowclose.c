@@ -31,6 +31,8 @@
  *                          CPU time, as an antivirus scan on close does
  *   SLOWCLOSE_HANG_MATCH=S closes of files whose path contains S never
  *                          return, as on a hard-mounted NFS server gone away
+ *   SLOWCLOSE_HANG_COUNT=N only the first N of those closes hang (a server
+ *                          back for the next request; default: all)
  *
  * Limits of the model: descriptors above SLOWCLOSE_MAXFD and ones created by
  * dup() are not tracked; only the libc entry points below are wrapped, so a
@@ -58,6 +60,8 @@ static long fail_from;
 static int fail_errno = EIO;
 static const char *fail_match;
 static const char *hang_match;
+static long hang_count;
+static unsigned long hung_count;
 static int burn_mode;
 static unsigned long close_count;
 static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
@@ -100,6 +104,7 @@ __attribute__((constructor)) static void slowclose_init(void)
     if (hang_match && !*hang_match)
         hang_match = NULL;
     burn_mode = env_long("SLOWCLOSE_BURN") != 0;
+    hang_count = env_long("SLOWCLOSE_HANG_COUNT");
     if (env_long("SLOWCLOSE_SEED"))
         rng_state ^= (uint64_t)env_long("SLOWCLOSE_SEED") * 0x2545f4914f6cdd1dULL;
     if (err && strcmp(err, "ENOSPC") == 0)
@@ -187,8 +192,12 @@ int close(int fd)
     if (mark) {
         unsigned long n = __atomic_add_fetch(&close_count, 1, __ATOMIC_RELAXED);
         int saved = errno;
-        while (mark == 3)
-            pause(); /* signal handlers run; the close never returns */
+        if (mark == 3 && (hang_count <= 0 ||
+                          (long)__atomic_add_fetch(&hung_count, 1,
+                                                   __ATOMIC_RELAXED) <=
+                              hang_count))
+            for (;;)
+                pause(); /* signal handlers run; the close never returns */
         sleep_us(pick_delay_us());
         errno = saved;
         if (mark == 2 || (fail_nth && (long)n == fail_nth) ||
