@@ -424,9 +424,7 @@ class Closer:
     def pending(self):
         """how many files were handed over and are not closed yet"""
         lane = self._lane
-        if lane is None:
-            return len(self._items) + self._inflight
-        return lane.pending
+        return self._pending_count() if lane is None else lane.pending
 
     @property
     def peakpending(self):
@@ -562,15 +560,14 @@ class Closer:
         return _HANDED
 
     def _enqueue_locked(self, target, name):
-        items = self._items
-        while len(items) + self._inflight >= self.maxqueue:
+        while self._pending_count() >= self.maxqueue:
             if len(self._workers) < self.maxthreads:
                 # the pool is too small for this latency: grow it now
                 self._start_workers(1)
             self._wait_for_a_close_locked()
         # the hand-over: one step.  An interrupt after it (in any step
         # below) is taken back by _submit(), the lock still held
-        items.append((target, name))
+        self._items.append((target, name))
         if self.owned is not None and type(target) is int:
             # the pool's from here on, as on the C lane: whoever cleans up
             # after a failure (even once hung closes were left to their
@@ -579,7 +576,7 @@ class Closer:
         queuednames = self._queuednames
         if queuednames is not None and name is not None:
             queuednames[name] = queuednames.get(name, 0) + 1
-        pending = len(items) + self._inflight
+        pending = self._pending_count()
         if pending > self._peakpending:
             self._peakpending = pending
         # wake a parked worker only when the busy ones have more than one
@@ -593,6 +590,10 @@ class Closer:
         ):
             self._work.notify()
         self._account_locked()
+
+    def _pending_count(self):
+        """Python threads: files queued or being closed"""
+        return len(self._items) + self._inflight
 
     def _forget_name_locked(self, name):
         """one file handed over under ``name`` is closed, or was taken
@@ -811,7 +812,7 @@ class Closer:
             self._collect_lane_failures()
             return
         with self._lock:
-            while self._items or self._inflight:
+            while self._pending_count():
                 self._wait_for_a_close_locked()
 
     def wait_for(self, name):
@@ -937,7 +938,7 @@ class Closer:
         # the parent's queued files stay referenced, never finalized here:
         # a file object's finalizer would flush its buffer into the file
         # the child shares with the parent
-        self._abandoned = self._items
+        self._parentitems = self._items
         self._items = collections.deque()
         self._inflight = 0
         self._idle = 0

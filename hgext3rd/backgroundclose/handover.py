@@ -32,6 +32,8 @@ the file object over it forget what it still buffers.
 import os
 import time
 
+from mercurial import util
+
 from . import closer as closermod
 
 # open()'s modes as os.open() flags, for the descriptors opened for the lane
@@ -59,15 +61,26 @@ class OwnedFiles:
         self._path = None  # what the vfs is opening for us
         self._opened = None  # the descriptor posixfile() opened for it
 
-    def open_through(self, orig, vfs, path, mode, kwargs, joined):
+    def takes_descriptors(self):
+        """whether files are opened for the lane now: only once closes go
+        there, as opening a descriptor for it costs more than core's
+        open(), and a file object handed over is closed inline all the
+        same"""
+        closer = self.closer
+        return closer.native and closer.background
+
+    def open_through(self, orig, vfs, path, mode, kwargs, joined=None):
         """``orig(vfs, path, mode, **kwargs)``, core's vfs open, with the
-        file's descriptor opened for the lane: ``(fp, fd)``, where fd is
-        None if core opened the file itself (a mode posixfile leaves).
-        ``joined`` is ``vfs.join(path)``, the name the vfs opens."""
+        file's descriptor opened for the lane if it takes descriptors now:
+        ``(fp, fd)``, where fd is None if core opened the file itself (not
+        for the lane, or a mode posixfile leaves).  ``joined`` is
+        ``vfs.join(path)``, the name the vfs opens, if the caller has it."""
         global _opening
+        if not self.takes_descriptors():
+            return orig(vfs, path, mode, **kwargs), None
         # only this path: the vfs may open others meanwhile (the temporary
         # copy that breaks a hardlink), and those own their descriptors
-        self._path = joined
+        self._path = vfs.join(path) if joined is None else joined
         self._opened = None
         try:
             _opening = self
@@ -151,6 +164,10 @@ def posixfile(orig, name, mode=b'r', buffering=-1, *args, **kwargs):
     if flags is None:
         return orig(name, mode, buffering)
     return files._open_raw(name, strmode, buffering, flags)
+
+
+# the wrapper a session puts in place while its closer has the C lane
+POSIXFILE_SEAM = (util, 'posixfile', posixfile)
 
 
 class HandedOverFile:

@@ -42,7 +42,6 @@ import threading
 
 from mercurial import (
     transaction,
-    util,
     vfs as vfsmod,
 )
 
@@ -171,7 +170,7 @@ def step(orig, *args, **kwargs):
     session = RevlogSession(repo, _expected_files(args, kwargs))
     wrappers = list(_SESSION_SEAMS)
     if session.closer.native:
-        wrappers.append((util, 'posixfile', handover.posixfile))
+        wrappers.append(handover.POSIXFILE_SEAM)
     _session = session
     failing = True
     try:
@@ -224,19 +223,11 @@ def vfsopen(orig, self, path, mode=b'rb', *args, **kwargs):
         or (args and args[0])  # atomictemp passed by position
     ):
         return orig(self, path, mode, *args, **kwargs)
-    if (
-        not closer.native
-        # a descriptor for the lane only once closes go there
-        or not closer.background
+    if kwargs.get('checkambig') or args:
         # checkambig: core's wrapper stats the file by name as it closes
-        or kwargs.get('checkambig')
-        or args
-    ):
         fp, fd = orig(self, path, mode, *args, **kwargs), None
     else:
-        fp, fd = session.files.open_through(
-            orig, self, path, mode, kwargs, self.join(path)
-        )
+        fp, fd = session.files.open_through(orig, self, path, mode, kwargs)
     return handover.HandedOverFile(
         fp, closer, path, fd, session.files, onclose=session.closed_one
     )

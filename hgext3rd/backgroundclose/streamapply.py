@@ -382,7 +382,7 @@ def _apply(session, orig, repo, fp, args, kwargs):
     _session = session
     wrappers = list(_SESSION_SEAMS)
     if session.closer.native:
-        wrappers.append((util, 'posixfile', handover.posixfile))
+        wrappers.append(handover.POSIXFILE_SEAM)
     failing = True
     try:
         try:
@@ -446,21 +446,14 @@ def vfsopen(orig, self, path, mode=b'rb', *args, **kwargs):
     start = util.timer()
     files = session.files
     joined = self.join(path)
-    closer = session.closer
     try:
-        # a descriptor for the lane only once closes go there: opening it
-        # costs more than core's open(), and a file object handed over is
-        # closed inline all the same
-        if closer.native and closer.background:
-            fp, fd = files.open_through(orig, self, path, mode, kwargs, joined)
-        else:
-            fp, fd = orig(self, path, mode, **kwargs), None
+        fp, fd = files.open_through(orig, self, path, mode, kwargs, joined)
     except ValueError as exc:  # a NUL byte in the name
         raise closermod.FileError(joined, exc, 'opening') from exc
     # opening may create directories; those count as mkdir, not open
     table['open'].add(util.timer() - start - (mkdir.seconds - before))
     return handover.HandedOverFile(
-        fp, closer, joined, fd, files, table['write']
+        fp, session.closer, joined, fd, files, table['write']
     )
 
 

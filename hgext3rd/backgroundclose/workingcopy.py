@@ -29,10 +29,7 @@ forked worker and in an update without workers alike.
 
 import threading
 
-from mercurial import (
-    util,
-    vfs as vfsmod,
-)
+from mercurial import vfs as vfsmod
 
 from . import (
     closer as closermod,
@@ -65,8 +62,7 @@ class WorkingCopyCloser:
         """once closes go to the C lane, open the next files for it: the
         wrappers that do it cost every vfs call a little, so they are only
         put in place then"""
-        closer = self.closer
-        if self._seams is None and closer.native and closer.background:
+        if self._seams is None and self.files.takes_descriptors():
             self._seams = seams.installed(_SEAMS).install()
 
     def __exit__(self, exc_type, exc_value, exc_tb):
@@ -121,10 +117,8 @@ def vfsopen(orig, self, path, mode=b'rb', *args, **kwargs):
     target = getattr(self, '_backgroundfilecloser', None)
     if (
         type(target) is not WorkingCopyCloser
-        or not target.closer.native
-        # a descriptor for the lane only once closes go there: core's
-        # open() costs less, and close() takes core's file then
-        or not target.closer.background
+        # not for the lane now: core's file, and close() takes it
+        or not target.files.takes_descriptors()
         or args
         or not kwargs.get('backgroundclose')
         or mode not in (b'w', b'wb')
@@ -140,5 +134,5 @@ def vfsopen(orig, self, path, mode=b'rb', *args, **kwargs):
 # wrapped while a WorkingCopyCloser with the C lane is entered (seams.py)
 _SEAMS = [
     (vfsmod.vfs, '__call__', vfsopen),
-    (util, 'posixfile', handover.posixfile),
+    handover.POSIXFILE_SEAM,
 ]
