@@ -19,6 +19,7 @@ worker.backgroundclosereport asks for it:
     mkdir * (glob)
     close (waited) * (glob)
     close (threads) * (glob)
+    directories: * made, * found existing (glob)
     closer: * (glob)
   $ hg -R ssh-clone verify -q
 

@@ -97,6 +97,7 @@ timing report show that every seam works:
     mkdir * (glob)
     close (waited) * (glob)
     close (threads) * (glob)
+    directories: * made, * found existing (glob)
     closer: * (glob)
   $ hg -R pulled verify -q
   $ hg -R streamed verify -q

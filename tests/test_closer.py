@@ -288,6 +288,60 @@ def test_adaptive_returns_inline_when_closes_become_cheap():
     assert sorted(closed) == list(range(3000))
 
 
+class CountingClock(FakeClock):
+    """a fake clock that counts how often it is read"""
+
+    def __init__(self):
+        super().__init__()
+        self.reads = 0
+
+    def __call__(self):
+        self.reads += 1
+        return self.now
+
+
+def test_sampled_closer_times_few_cheap_closes_and_counts_all():
+    clock = CountingClock()
+    close, closed = timed_files(clock, lambda t: 2e-6)
+    closer = Closer(
+        clock=clock, closefn=close, fdroom=None, sample=closermod.SAMPLE
+    )
+    with closer:
+        for target in range(4000):
+            clock.advance(50e-6)
+            closer.close(target)
+    assert len(closed) == 4000
+    assert closer.stats()['close'].count == 4000
+    # three clock reads per timed close: one close in SAMPLE is timed
+    assert clock.reads < 4000 * 3 / closermod.SAMPLE + 100
+    assert closer.mode == closermod.INLINE
+
+
+def test_sampled_closer_still_finds_slow_closes_within_a_few_dozen():
+    clock = FakeClock()
+    close, closed = timed_files(clock, lambda t: 700e-6)
+    closer = Closer(
+        clock=clock, closefn=close, fdroom=None, sample=closermod.SAMPLE
+    )
+    with closer:
+        for target in range(60):
+            clock.advance(50e-6)
+            closer.close(target)
+        assert closer.mode == closermod.BACKGROUND
+    assert sorted(closed) == list(range(60))
+
+
+def test_a_close_that_is_not_timed_still_fails_naming_its_file():
+    files = Files(failing={5})
+    closer = closer_for(files, sample=closermod.SAMPLE)
+    with pytest.raises(closermod.FileError) as caught:
+        with closer:
+            for target in range(10):
+                closer.close(target, 'file%d' % target)
+    assert caught.value.name == 'file5'
+    assert sorted(files.closed) == list(range(6))
+
+
 def test_minfilecount_keeps_small_applies_inline():
     files = Files(latency=0.001)
     closer = closer_for(
@@ -353,13 +407,15 @@ def test_stats_count_every_close():
     failing=st.sets(st.integers(min_value=0, max_value=119), max_size=5),
     maxqueue=st.integers(min_value=1, max_value=40),
     latency=st.sampled_from([0.0, 0.00005, 0.0005]),
+    sample=st.sampled_from([1, closermod.SAMPLE]),
 )
 def test_property_closed_once_errors_never_lost(
-    policy, count, failing, maxqueue, latency
+    policy, count, failing, maxqueue, latency, sample
 ):
     files = Files(latency=latency, failing=failing)
     closer = closer_for(
-        files, policy=policy, maxqueue=maxqueue, minfilecount=0
+        files, policy=policy, maxqueue=maxqueue, minfilecount=0,
+        sample=sample,
     )
     raised = []
     try:

@@ -65,6 +65,7 @@ from .policy import (  # noqa: F401 - the closer's settings
     BACKGROUND,
     INLINE,
     POLICIES,
+    SAMPLE,
 )
 
 # what _submit_to_lane() did with a descriptor
@@ -278,11 +279,13 @@ class Closer:
         tracknames=False,
         native=False,
         owned=None,
+        sample=1,
     ):
         if maxqueue < 1:
             raise ValueError('maxqueue must be positive')
-        # what to do, and when: no thread, lock or file in there
-        self._policy = policymod.Policy(
+        # what to do, and when: no thread, lock or file in there (others
+        # may read it as ``decisions``, and change nothing)
+        self._policy = self.decisions = policymod.Policy(
             policy,
             threads,
             maxthreads,
@@ -291,7 +294,12 @@ class Closer:
             minfilecount,
             expectedcount,
             clock,
+            sample=sample,
         )
+        # inline closes left before the next timed one, and how many were
+        # not timed (owner thread only)
+        self._untimed = 0
+        self._untimedcount = 0
         room = fdroom() if callable(fdroom) else fdroom
         if room is not None:
             # half of what is left: the submitters open files too
@@ -300,6 +308,8 @@ class Closer:
         self._clock = clock
         # the submitter's descriptors not handed over yet (see close())
         self.owned = owned
+        # file objects are closed by their own close()
+        self._closeobjects = closefn is close_target
         if owned is not None:
             self._closefn = self._owned_closer(closefn, owned)
         else:
@@ -333,6 +343,7 @@ class Closer:
         self._lane = None
         self._latesttokens = None
         self._lanefailures = 0  # how many of the lane's failures are known
+        self._laneused = False  # whether any descriptor was handed to it
         self._lanethreads = 0  # most lane threads running at once
         if native and _closelane is not None:
             self._latesttokens = {} if tracknames else None
@@ -376,8 +387,10 @@ class Closer:
 
     def stats(self):
         """merged statistics: ``close`` (time submitters spent closing or
-        waiting) and ``close-background`` (time spent on worker threads)"""
+        waiting; the inline closes not sampled are counted, not timed) and
+        ``close-background`` (time spent on worker threads)"""
         merged = self._book.merged()
+        merged['close'].count += self._untimedcount
         lane = self._lane
         if lane is not None and lane.closed:
             native = merged['close-background']
@@ -449,13 +462,29 @@ class Closer:
         an interrupt while a descriptor waits for room on the C lane leaves
         it open and in ``owned``, the submitter's to clean up.
         """
-        self._submit(target, name)
-        self.raise_failure()
+        if self._policy.background:
+            self._submit(target, name)
+        elif self._untimed > 0 and threading.get_ident() == self._owner:
+            # inline and not sampled: the path most files of a fast file
+            # system take, so the shortest one
+            self._untimed -= 1
+            self._untimedcount += 1
+            try:
+                if self._closeobjects and type(target) is not int:
+                    target.close()
+                else:
+                    self._closefn(target)
+            except Exception as exc:
+                raise FileError(name, exc) from exc
+        else:
+            self._close_inline(target, name, self._clock(), False)
+            self._untimed = self._policy.sample_every - 1
+        if self._laneused or self._raised < len(self._errors):
+            self.raise_failure()
 
     def _submit(self, target, name):
         clock = self._clock
         policy = self._policy
-        stat = self._book.mine()['close']
         start = clock()
         probing = False
         # after finish() nobody is left to close it later: close it here
@@ -468,7 +497,7 @@ class Closer:
             if type(target) is int:
                 outcome = self._submit_to_lane(target, name)
                 if outcome is _HANDED:
-                    stat.add(clock() - start)
+                    self._book.mine()['close'].add(clock() - start)
                     return
                 probing = outcome is _PROBE
         elif policy.background and not self._stopping:
@@ -509,8 +538,16 @@ class Closer:
                     close_quietly(target, self._closefn)
                 raise
             if handed:
-                stat.add(clock() - start)
+                self._book.mine()['close'].add(clock() - start)
                 return
+        self._close_inline(target, name, start, probing)
+
+    def _close_inline(self, target, name, start, probing):
+        """close ``target`` on this thread, timed from ``start``; a probe
+        tells the policy what it measured"""
+        clock = self._clock
+        policy = self._policy
+        stat = self._book.mine()['close']
         # closes worth sizing a pool for: is their time the closing
         # thread's CPU (a scan on close) or a wait (a network round trip)?
         # Not asked of cheap closes: it costs a system call each time
@@ -546,6 +583,8 @@ class Closer:
             if self._policy.take_probe():
                 return _PROBE
             self._account_locked()
+        # from here on, the lane may hold failures to raise
+        self._laneused = True
         lane = self._lane
         if lane.pending >= self.maxqueue and lane.threads < self.maxthreads:
             # the pool is too small for this latency: grow it now

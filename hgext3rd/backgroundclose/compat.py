@@ -78,6 +78,13 @@ def command_table():
     return commands.table
 
 
+def audit(vfs, path, mode):
+    """core's audit of ``path`` before ``vfs`` writes it, the first thing
+    ``vfs.__call__`` and ``prepare_streamed_file`` do (the same method in
+    every release we support)"""
+    vfs._auditpath(path, mode)
+
+
 def missing_seams():
     """the names of the Mercurial internals the extension wraps and this
     Mercurial lacks; empty when the extension can work"""
@@ -94,6 +101,8 @@ def missing_seams():
         (vfsmod.abstractvfs, 'backgroundclosing'),
         (vfsmod.vfs, '__call__'),
         (util, 'makedirs'),
+        (util, 'makedir'),
+        (vfsmod.vfs, '_auditpath'),
         (streamclone, '_makemap'),
         (changegroup, '_addchangegroupfiles'),
         (changegroup.cg1unpacker, 'apply'),

@@ -34,7 +34,10 @@ import time
 
 from mercurial import util
 
-from . import closer as closermod
+from . import (
+    closer as closermod,
+    seams,
+)
 
 # open()'s modes as os.open() flags, for the descriptors opened for the lane
 _FLAGS = {
@@ -57,17 +60,21 @@ class OwnedFiles:
     def __init__(self, closer):
         self.closer = closer
         self.fds = closer.owned
+        self._native = closer.native
+        self._decisions = closer.decisions
         self._files = {}  # descriptor -> file object over it
         self._path = None  # what the vfs is opening for us
         self._opened = None  # the descriptor posixfile() opened for it
+        # the posixfile wrapper, once a file was opened for the lane: it
+        # costs every file the process opens a call, so only from then on
+        self._seam = None
 
     def takes_descriptors(self):
         """whether files are opened for the lane now: only once closes go
         there, as opening a descriptor for it costs more than core's
         open(), and a file object handed over is closed inline all the
         same"""
-        closer = self.closer
-        return closer.native and closer.background
+        return self._native and self._decisions.background
 
     def open_through(self, orig, vfs, path, mode, kwargs, joined=None):
         """``orig(vfs, path, mode, **kwargs)``, core's vfs open, with the
@@ -78,6 +85,8 @@ class OwnedFiles:
         global _opening
         if not self.takes_descriptors():
             return orig(vfs, path, mode, **kwargs), None
+        if self._seam is None:
+            self._seam = seams.installed([POSIXFILE_SEAM]).install()
         # only this path: the vfs may open others meanwhile (the temporary
         # copy that breaks a hardlink), and those own their descriptors
         self._path = vfs.join(path) if joined is None else joined
@@ -110,6 +119,13 @@ class OwnedFiles:
         self._files[fd] = fp
         self._opened = fd
         return fp
+
+    def unwrap(self):
+        """remove the posixfile wrapper, if a file was opened for the lane;
+        the owner calls it once no file is opened for it any more"""
+        if self._seam is not None:
+            self._seam.remove()
+            self._seam = None
 
     def handing_over(self, fd):
         """``fd``'s file object is flushed and closed: from here on the
@@ -166,7 +182,7 @@ def posixfile(orig, name, mode=b'r', buffering=-1, *args, **kwargs):
     return files._open_raw(name, strmode, buffering, flags)
 
 
-# the wrapper a session puts in place while its closer has the C lane
+# wrapped by OwnedFiles.open_through() once files are opened for the lane
 POSIXFILE_SEAM = (util, 'posixfile', posixfile)
 
 
@@ -176,15 +192,16 @@ class HandedOverFile:
 
     With ``fd`` (opened for the lane, see the module doc), ``fp`` does not
     own the descriptor: closing hands ``fd`` over.  Without, ``fp`` itself
-    is handed over.  With ``writestat``, writes are timed into it and a
-    failed write raises a FileError naming the file.  ``onclose`` is
+    is handed over.  With ``writestat``, writes are counted into it (and
+    timed, if ``timed``) and a failed write raises a FileError naming the
+    file.  ``onclose`` is
     called after each hand-over.  Leaving a failing ``with`` block closes
     the file here, so that the first error wins.
     """
 
     def __init__(
         self, fp, closer, name, fd=None, files=None, writestat=None,
-        onclose=None,
+        onclose=None, timed=True,
     ):
         self._fp = fp
         self._closer = closer
@@ -196,6 +213,16 @@ class HandedOverFile:
         self._closed = False
         if writestat is None:
             self.write = fp.write  # no wrapper in the way of each write
+        elif not timed:
+            self.write = self._write_counted
+
+    def _write_counted(self, data):
+        try:
+            result = self._fp.write(data)
+        except OSError as exc:
+            raise closermod.FileError(self._name, exc, 'writing') from exc
+        self._writestat.bytes += len(data)
+        return result
 
     def write(self, data):
         start = time.perf_counter()
@@ -214,10 +241,11 @@ class HandedOverFile:
         fd = self._fd
         if fd is None:
             try:
-                closermod.flush_for_handover(fp, name)
-            except closermod.FileError:
-                self._closed = True  # closed by flush_for_handover
-                raise
+                fp.flush()
+            except OSError as exc:
+                self._closed = True
+                closermod.close_quietly(fp)
+                raise closermod.FileError(name, exc, 'writing') from exc
             # an interrupt before this leaves it to _close_here()
             self._closed = True
             self._closer.close(fp, name)

@@ -37,6 +37,11 @@ thread's CPU time.  When most of a close is CPU (an antivirus scan, not a
 network round trip), threads beyond the number of cores only take turns at
 the same cores, so the pool stops at the core count.
 
+Where nothing but the policy needs the time of every close (no report is
+shown), only one inline close in ``sample`` is timed while closes are
+cheap, as timing costs each close more than closing a file on a fast local
+disk; once the estimate is a quarter of the threshold, every close is.
+
 So few files that threads are not worth starting (``expectedcount`` below
 ``minfilecount``, core's meaning of backgroundcloseminfilecount) are closed
 inline whatever the policy.
@@ -50,6 +55,10 @@ INLINE = 'inline'
 BACKGROUND = 'background'
 ADAPTIVE = 'adaptive'
 POLICIES = (INLINE, BACKGROUND, ADAPTIVE)
+
+# inline closes per timed one while closes are cheap, where only the policy
+# needs their times
+SAMPLE = 8
 
 
 def _usable_cores():
@@ -87,6 +96,7 @@ class Policy:
         expectedcount=-1,
         clock=time.perf_counter,
         cores=None,
+        sample=1,
     ):
         if policy not in POLICIES:
             raise ValueError('unknown policy %r' % (policy,))
@@ -101,8 +111,13 @@ class Policy:
         self.threads = threads
         self.maxthreads = max(threads, maxthreads)
         self.threshold = threshold
+        self._outlier = threshold * self.OUTLIER
         self.window = window
         self.cores = cores or _usable_cores()
+        # inline, while closes are cheap: one close in ``sample`` is timed
+        # (when nothing but this policy needs their times); how many now
+        self.sample = max(1, sample)
+        self.sample_every = self.sample
         self._clock = clock
 
         self.background = policy == BACKGROUND
@@ -144,9 +159,11 @@ class Policy:
 
     def wants_cpu_time(self, probing):
         """whether to time the next inline close in CPU time too (a system
-        call each time: not for closes that are cheap anyway)"""
+        call each time: not for closes that are cheap anyway, only once
+        the estimate is half way to a switch, which leaves a few closes to
+        time before it)"""
         return probing or (
-            self.policy == ADAPTIVE and self.estimate * 4 > self.threshold
+            self.policy == ADAPTIVE and self.estimate * 2 > self.threshold
         )
 
     def learn_cpu(self, duration, cpu):
@@ -170,10 +187,18 @@ class Policy:
         # cores) would otherwise switch on its own, as 1/32 of a few
         # milliseconds is above the threshold; a real latency still
         # switches, after about ten closes
-        sample = min(duration, self.threshold * self.OUTLIER)
-        self.estimate += (sample - self.estimate) * self.SMOOTHING
+        if duration > self._outlier:
+            duration = self._outlier
+        estimate = self.estimate
+        estimate += (duration - estimate) * self.SMOOTHING
+        self.estimate = estimate
+        # closes a quarter of the way to a switch are each timed: a slow
+        # file system is then found within a few sampled closes
+        self.sample_every = (
+            1 if estimate * 4 > self.threshold else self.sample
+        )
         return (
-            self.estimate > self.threshold
+            estimate > self.threshold
             and not self.background
             and not self.threadless
         )

@@ -95,6 +95,11 @@ def write_text(ui, report):
             )
         )
     closer = report.closer
+    if closer.get(b'dirs-created') or closer.get(b'dirs-existing'):
+        ui.write(
+            _(b'  directories: %d made, %d found existing\n')
+            % (closer[b'dirs-created'], closer[b'dirs-existing'])
+        )
     mode = closer[b'mode']
     if closer[b'reason']:
         mode = b'%s (%s)' % (mode, closer[b'reason'])

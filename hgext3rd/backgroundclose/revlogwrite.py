@@ -79,6 +79,7 @@ class RevlogSession:
             tracknames=True,
             native=settings.native(repo.ui),
             owned=set(),
+            sample=closermod.SAMPLE,
             **settings.closer_options(repo.ui)
         )
         # descriptors opened for the lane and not handed over yet
@@ -168,15 +169,15 @@ def step(orig, *args, **kwargs):
         # not a local repository with a store of its own
         return orig(*args, **kwargs)
     session = RevlogSession(repo, _expected_files(args, kwargs))
-    wrappers = list(_SESSION_SEAMS)
-    if session.closer.native:
-        wrappers.append(handover.POSIXFILE_SEAM)
     _session = session
     failing = True
     try:
         try:
-            with seams.installed(wrappers):
-                result = orig(*args, **kwargs)
+            with seams.installed(_SESSION_SEAMS):
+                try:
+                    result = orig(*args, **kwargs)
+                finally:
+                    session.files.unwrap()
             failing = False
         finally:
             try:

@@ -24,7 +24,8 @@ three small wrappers, all of which do nothing when no session is active:
   (``prepare_streamed_file``); the replacement writes them like core does
   and hands the descriptors to the closer.
 
-``util.makedirs`` is timed for the report's mkdir row.
+Parent directories are made by the session, each once (directories.py),
+for the report's mkdir row and to spare core's repeated attempts.
 """
 
 import os
@@ -41,6 +42,7 @@ from mercurial.utils import stringutil
 from . import (
     closer as closermod,
     compat,
+    directories,
     handover,
     malformed,
     messages,
@@ -70,6 +72,18 @@ class ApplySession:
         self.format = fmt
         self.expectedbytes = expectedbytes
         self.reportstyle = settings.report(ui)
+        # the files opened on the main thread alone are the session's, as
+        # core only closes those in the background (None: not on it)
+        self.mainthread = (
+            threading.get_ident()
+            if threading.current_thread() is threading.main_thread()
+            else None
+        )
+        # whether to time each open and mkdir, for the report: only if it
+        # is shown (they cost every file a little)
+        self.timed = (
+            self.reportstyle != settings.REPORT_OFF or _collected is not None
+        )
         self._opening = None  # the last file write_files began to open
         self.closer = closermod.Closer(
             expectedcount=expectedcount,
@@ -77,10 +91,14 @@ class ApplySession:
             # descriptors opened and not handed over yet: what an interrupt
             # at the wrong moment could leak, closed when the apply fails
             owned=set(),
+            sample=1 if self.timed else closermod.SAMPLE,
             **settings.closer_options(ui)
         )
         self.files = handover.OwnedFiles(self.closer)
         self.book = closermod.StatsBook(reportmod.OPERATIONS)
+        # what the main thread wrote
+        self.writes = self.book.mine()['write']
+        self.directories = directories.Directories(self.timed)
         # what the stream may write into, as it was: stream clones only go
         # into empty repositories, so this is a handful of entries
         self._before = {
@@ -190,6 +208,7 @@ class ApplySession:
     def finish(self):
         """build the report, then print it or hand it to a collector"""
         stats = self.book.merged()
+        stats['mkdir'].merge(self.directories.stat)
         stats.update(self.closer.stats())
         closer = self.closer
         info = {
@@ -200,6 +219,8 @@ class ApplySession:
             b'maxqueue': closer.maxqueue,
             b'peakqueued': closer.peakpending,
             b'switches': closer.switches,
+            b'dirs-created': self.directories.created,
+            b'dirs-existing': self.directories.existing,
         }
         result = reportmod.ApplyReport(
             self.format, util.timer() - self.start, stats, info
@@ -208,6 +229,90 @@ class ApplySession:
             _collected.append(result)
         elif self.reportstyle != settings.REPORT_OFF:
             reportmod.show(self.ui, [result], self.reportstyle)
+
+    def open(self, orig, vfs, path, mode, kwargs):
+        """open a file the stream writes, through ``vfs`` (core's open,
+        ``orig``): a HandedOverFile whose writes are counted
+
+        Its parent directories are made here (directories.py), each once:
+        core's open is told not to."""
+        directories = self.directories
+        dirname = path.rpartition(b'/')[0]
+        ours = 'makeparentdirs' not in kwargs
+        if ours:
+            kwargs['makeparentdirs'] = False
+            if not directories.known(vfs.base, dirname):
+                self._make_parents(vfs, path, mode, dirname, kwargs)
+        files = self.files
+        while True:
+            try:
+                if self.timed or files.takes_descriptors():
+                    fp, fd, writestat = self._open_through(
+                        orig, vfs, path, mode, kwargs
+                    )
+                else:
+                    # closed inline, no report: core's file (the path of
+                    # most files on a fast file system, so the shortest)
+                    fp = orig(vfs, path, mode, **kwargs)
+                    fd, writestat = None, self.writes
+                break
+            except ValueError as exc:  # a NUL byte in the name
+                raise closermod.FileError(
+                    vfs.join(path), exc, 'opening'
+                ) from exc
+            except FileNotFoundError:
+                if not ours:
+                    raise
+                # a directory known to exist was removed meanwhile: make it
+                # again, once
+                ours = False
+                directories.forget(vfs.base, dirname)
+                self._make_parents(vfs, path, mode, dirname, kwargs)
+        name = getattr(fp, 'name', None)  # what the vfs opened
+        if type(name) is not bytes:
+            name = vfs.join(path)
+        return handover.HandedOverFile(
+            fp, self.closer, name, fd, files, writestat, timed=self.timed
+        )
+
+    def _make_parents(self, vfs, path, mode, dirname, kwargs):
+        if kwargs.get('auditpath', True):
+            # core's audit of the path, before anything is made for it
+            compat.audit(vfs, path, mode)
+        self.directories.prepare(
+            vfs.base, dirname, vfs.createmode, kwargs.get('notindexed', False)
+        )
+
+    def prepare_streamed_file(self, vfs, path, known_directories):
+        """before core's prepare_streamed_file (Mercurial 7.0 and later):
+        make the file's parent directories top-down, and tell core they
+        exist.  Left to core if the vfs joins names unlike we expect."""
+        real = vfs.join(path)
+        dirname = os.path.dirname(real)
+        if dirname in known_directories:
+            return
+        root = vfs.join(b'')
+        if not dirname.startswith(root + b'/'):
+            return
+        # core's audit of the path, before anything is made for it
+        compat.audit(vfs, real, b'wb')
+        self.directories.prepare(
+            root, dirname[len(root) + 1 :], vfs.createmode, True
+        )
+        known_directories.add(dirname)
+
+    def _open_through(self, orig, vfs, path, mode, kwargs):
+        """open for the lane (if it takes descriptors now), timed for the
+        report (if shown): the file, its descriptor if opened for the lane,
+        the table its writes go to"""
+        table = self.book.mine()
+        if not self.timed:
+            fp, fd = self.files.open_through(orig, vfs, path, mode, kwargs)
+            return fp, fd, table['write']
+        start = util.timer()
+        fp, fd = self.files.open_through(orig, vfs, path, mode, kwargs)
+        table['open'].add(util.timer() - start)
+        return fp, fd, table['write']
 
     def write_files(self, info):
         """write stream v2 files from (path, mode, chunks) like core's
@@ -381,8 +486,6 @@ def _apply(session, orig, repo, fp, args, kwargs):
     global _session
     _session = session
     wrappers = list(_SESSION_SEAMS)
-    if session.closer.native:
-        wrappers.append(handover.POSIXFILE_SEAM)
     failing = True
     try:
         try:
@@ -391,6 +494,7 @@ def _apply(session, orig, repo, fp, args, kwargs):
                     result = orig(repo, fp, *args, **kwargs)
                 finally:
                     _session = None
+                    session.files.unwrap()
             failing = False
         finally:
             # done already where the consumer left backgroundclosing()
@@ -434,61 +538,29 @@ def vfsopen(orig, self, path, mode=b'rb', *args, **kwargs):
         or kwargs.get('checkambig')
         # only files opened inside backgroundclosing(): written once, and
         # closed before the context (and so the transaction) ends
-        or not isinstance(getattr(self, '_backgroundfilecloser', None),
-                          SessionCloser)
-        or threading.current_thread() is not threading.main_thread()
+        or type(getattr(self, '_backgroundfilecloser', None))
+        is not SessionCloser
+        or threading.get_ident() != session.mainthread
     ):
         return orig(self, path, mode, *args, **kwargs)
     kwargs.pop('backgroundclose', None)
-    table = session.book.mine()
-    mkdir = table['mkdir']
-    before = mkdir.seconds
-    start = util.timer()
-    files = session.files
-    joined = self.join(path)
-    try:
-        fp, fd = files.open_through(orig, self, path, mode, kwargs, joined)
-    except ValueError as exc:  # a NUL byte in the name
-        raise closermod.FileError(joined, exc, 'opening') from exc
-    # opening may create directories; those count as mkdir, not open
-    table['open'].add(util.timer() - start - (mkdir.seconds - before))
-    return handover.HandedOverFile(
-        fp, session.closer, joined, fd, files, table['write']
-    )
+    return session.open(orig, self, path, mode, kwargs)
 
 
-# util.makedirs calls itself for missing parents: only the outermost call
-# is timed.  Directories are made on the main thread; another thread's
-# call while this is set is only left out of the report.
-_mkdirinside = False
-
-
-def makedirs(orig, name, *args, **kwargs):
-    global _mkdirinside
-    session = _session
-    if session is None or _mkdirinside:
-        return orig(name, *args, **kwargs)
-    start = util.timer()
-    try:
-        _mkdirinside = True
-        return orig(name, *args, **kwargs)
-    finally:
-        _mkdirinside = False
-        session.book.mine()['mkdir'].add(util.timer() - start)
-
-
-def prepare_streamed_file(orig, self, *args, **kwargs):
+def prepare_streamed_file(orig, self, path, known_directories, **kwargs):
     """the main thread reads the stream and prepares each file before a
     writer thread writes it (stream v2, Mercurial 7.0 and later): stop
     reading at the first failure a writer thread recorded, instead of
-    downloading the rest of the stream for nothing"""
+    downloading the rest of the stream for nothing; make the file's
+    directories the session's way"""
     session = _session
     if (
         session is not None
-        and threading.current_thread() is threading.main_thread()
+        and threading.get_ident() == session.mainthread
     ):
         session.closer.raise_failure()
-    return orig(self, *args, **kwargs)
+        session.prepare_streamed_file(self, path, known_directories)
+    return orig(self, path, known_directories, **kwargs)
 
 
 def write_files(orig, info):
@@ -501,7 +573,6 @@ def write_files(orig, info):
 # wrapped only while a stream apply runs (see seams.py)
 _SESSION_SEAMS = [
     (vfsmod.vfs, '__call__', vfsopen),
-    (util, 'makedirs', makedirs),
     (streamclone, '_write_files', write_files)
     if compat.HAS_WRITE_FILES
     else None,
@@ -509,6 +580,7 @@ _SESSION_SEAMS = [
     if compat.HAS_PREPARE_STREAMED_FILE
     else None,
 ]
+
 
 
 class collecting:

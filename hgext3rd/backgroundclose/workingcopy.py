@@ -49,6 +49,7 @@ class WorkingCopyCloser:
             expectedcount=expectedcount,
             native=settings.native(ui),
             owned=set(),
+            sample=closermod.SAMPLE,
             **settings.closer_options(ui)
         )
         self.files = handover.OwnedFiles(self.closer)
@@ -74,6 +75,7 @@ class WorkingCopyCloser:
             finally:
                 # what a failed write or an interrupt kept from the closer
                 self.files.release()
+                self.files.unwrap()
                 if self._seams is not None:
                     self._seams.remove()
         except closermod.FileError as exc:
@@ -95,7 +97,7 @@ class WorkingCopyCloser:
             self.closer.close(fh, name)
         except closermod.FileError as exc:
             raise messages.file_abort(exc, exc.name) from exc
-        if self._seams is None:
+        if self._seams is None and self.closer.background:
             self._open_for_lane_if_background()
 
     def open(self, orig, vfs, path, mode, kwargs):
@@ -131,8 +133,5 @@ def vfsopen(orig, self, path, mode=b'rb', *args, **kwargs):
     return target.open(orig, self, path, mode, kwargs)
 
 
-# wrapped while a WorkingCopyCloser with the C lane is entered (seams.py)
-_SEAMS = [
-    (vfsmod.vfs, '__call__', vfsopen),
-    handover.POSIXFILE_SEAM,
-]
+# wrapped once a WorkingCopyCloser's closes go to the C lane (seams.py)
+_SEAMS = [(vfsmod.vfs, '__call__', vfsopen)]

@@ -1,0 +1,92 @@
+# directories.py - the parent directories of the files a stream writes
+#
+# Copyright 2026 hg-backgroundclose contributors
+#
+# This software may be used and distributed according to the terms of the
+# GNU General Public License version 2 or any later version.
+"""Make each parent directory of a stream apply's files once, top-down.
+
+Core's vfs makes a file's parent directories each time it opens one for
+writing: ``util.makedirs`` tries the deepest directory first and climbs on
+ENOENT, so a file in an existing directory costs a failed mkdir, and one in
+a new directory three levels down costs five.  On a network file system
+each is a round trip.
+
+``Directories`` remembers, for each vfs base, the directories it made or
+found.  ``prepare()`` makes those a file still lacks, from the deepest one
+known to exist downwards, with core's ``util.makedir`` and core's
+``createmode``, as ``util.makedirs`` would; the caller then opens the file
+telling the vfs not to make directories (``makeparentdirs=False``).  Only
+after the vfs audited the path (a first open that found the directory
+missing), so that nothing is made where the audit would refuse to write.
+"""
+
+import os
+
+from mercurial import util
+
+from . import closer as closermod
+
+
+class Directories:
+    """the directories one apply made or found, per root (a vfs base)"""
+
+    def __init__(self, timed=False):
+        self._known = {}  # root -> directories below it (relative)
+        # every mkdir system call, timed if ``timed``
+        self.stat = closermod.OpStat()
+        self._timed = timed
+        self.created = 0  # directories made
+        self.existing = 0  # mkdir calls that found one already there
+
+    def known(self, root, dirname):
+        """whether ``dirname`` (relative to ``root``) is known to exist"""
+        known = self._known.get(root)
+        return known is not None and dirname in known
+
+    def forget(self, root, dirname):
+        """``dirname`` was removed meanwhile: make it again when needed"""
+        known = self._known.get(root)
+        if known is not None:
+            known.discard(dirname)
+
+    def prepare(self, root, dirname, createmode=None, notindexed=False):
+        """make ``dirname`` (relative to ``root``, the parent of a path
+        audited already) and the parents it lacks, with ``createmode`` as
+        util.makedirs does"""
+        known = self._known.get(root)
+        if known is None:
+            known = self._known[root] = set()
+        missing = []
+        while dirname and dirname not in known:
+            missing.append(dirname)
+            dirname = dirname.rpartition(b'/')[0]
+        for dirname in reversed(missing):
+            self._make(os.path.join(root, dirname), createmode, notindexed)
+            known.add(dirname)
+
+    def _make(self, name, createmode, notindexed):
+        clock = util.timer if self._timed else _no_clock
+        start = clock()
+        try:
+            try:
+                util.makedir(name, notindexed)
+            except FileExistsError:
+                # the open that follows finds out if it is no directory
+                self.existing += 1
+                return
+            except FileNotFoundError:
+                # the root itself is missing: core's way, which makes every
+                # parent
+                util.makedirs(name, createmode, notindexed)
+                self.created += 1
+                return
+            self.created += 1
+            if createmode is not None:
+                os.chmod(name, createmode)
+        finally:
+            self.stat.add(clock() - start)
+
+
+def _no_clock():
+    return 0.0

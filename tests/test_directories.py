@@ -1,0 +1,68 @@
+# the stream apply's directory creation (directories.py), on a real tree
+import os
+import stat
+
+from hgext3rd.backgroundclose import directories
+
+
+def tree(root):
+    found = []
+    for dirpath, dirnames, _filenames in os.walk(root):
+        for name in dirnames:
+            found.append(os.path.relpath(os.path.join(dirpath, name), root))
+    return sorted(found)
+
+
+def test_each_directory_made_once_top_down(tmp_path):
+    root = bytes(tmp_path)
+    dirs = directories.Directories()
+    dirs.prepare(root, b'data/a/b/c')
+    dirs.prepare(root, b'data/a/b/d')
+    dirs.prepare(root, b'data/a/b/c')
+    assert tree(tmp_path) == [
+        'data', 'data/a', 'data/a/b', 'data/a/b/c', 'data/a/b/d'
+    ]
+    assert dirs.created == 5
+    assert dirs.existing == 0
+    assert dirs.stat.count == 5
+    assert dirs.known(root, b'data/a/b')
+    assert not dirs.known(root, b'data/x')
+
+
+def test_existing_directories_found_once(tmp_path):
+    os.makedirs(tmp_path / 'data' / 'a')
+    root = bytes(tmp_path)
+    dirs = directories.Directories()
+    dirs.prepare(root, b'data/a/b')
+    dirs.prepare(root, b'data/a/c')
+    assert dirs.existing == 2  # data, data/a
+    assert dirs.created == 2
+
+
+def test_a_forgotten_directory_is_made_again(tmp_path):
+    root = bytes(tmp_path)
+    dirs = directories.Directories()
+    dirs.prepare(root, b'data/a')
+    os.rmdir(tmp_path / 'data' / 'a')
+    dirs.forget(root, b'data/a')
+    dirs.prepare(root, b'data/a')
+    assert os.path.isdir(tmp_path / 'data' / 'a')
+
+
+def test_createmode_given_to_the_directories_made(tmp_path):
+    root = bytes(tmp_path)
+    os.makedirs(tmp_path / 'data')
+    dirs = directories.Directories()
+    dirs.prepare(root, b'data/a/b', createmode=0o2770)
+    for name in ('data/a', 'data/a/b'):
+        mode = stat.S_IMODE(os.stat(tmp_path / name).st_mode)
+        assert mode == 0o2770, (name, oct(mode))
+    # one that existed keeps its mode, as with util.makedirs
+    assert stat.S_IMODE(os.stat(tmp_path / 'data').st_mode) != 0o2770
+
+
+def test_a_missing_root_is_made_the_core_way(tmp_path):
+    root = bytes(tmp_path / 'store')
+    dirs = directories.Directories()
+    dirs.prepare(root, b'data/a')
+    assert os.path.isdir(tmp_path / 'store' / 'data' / 'a')
