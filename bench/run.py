@@ -51,6 +51,8 @@ OPERATIONS = {
     'v2-http': 'hg clone -U --stream over http (v2)',
     'v2-unbundle': 'hg unbundle of a none-v2;stream=v2 bundle',
     'v3-unbundle': 'hg unbundle of a none-v2;stream=v3-exp bundle',
+    'clone-bundle': 'hg clone -U over http, of a stream v2 clone bundle '
+                    'its server advertises',
     'cg-unbundle': 'hg unbundle of a zstd-v2 changegroup bundle (all revisions)',
     'update': 'hg update from the null revision to tip (forked workers)',
 }
@@ -86,7 +88,8 @@ class Bench:
         self.env = dict(os.environ, HGRCPATH=hgrc, HGPLAIN='1')
         self.env.pop('LD_PRELOAD', None)
         self.dest = os.path.join(work, 'dest')
-        self.server = None
+        self.pids = []  # servers to stop
+        self.ports = {}  # operation -> the port of its server
 
     # preparation ---------------------------------------------------------
 
@@ -140,18 +143,55 @@ class Bench:
                        check=True, env=gitenv)
         self.gitenv = gitenv
 
-    def start_server(self, src):
+    def start_server(self, src, *config):
+        """hg serve of ``src`` on a free port: the port"""
         port = common.freeport()
-        pidfile = os.path.join(self.work, 'hg.pid')
+        pidfile = os.path.join(self.work, 'hg-%d.pid' % port)
         self.hgrun('serve', '-R', src, '-a', '127.0.0.1', '-p', str(port),
-                   '-d', '--pid-file', pidfile)
-        self.server = (port, pidfile)
+                   '-d', '--pid-file', pidfile, *config)
+        with open(pidfile) as fp:
+            self.pids.append(int(fp.read()))
+        return port
 
-    def stop_server(self):
-        if self.server:
-            with open(self.server[1]) as fp:
-                os.kill(int(fp.read()), 15)
-            self.server = None
+    def start_clone_bundle_host(self, src):
+        """a copy of ``src`` that advertises its stream v2 bundle as a
+        clone bundle, served over http by bench/bundleserver.py: the port
+        to clone from"""
+        host = os.path.join(self.work, 'cbhost')
+        os.makedirs(host)
+        shutil.copy(src + '.v2.hg', os.path.join(host, 'stream-v2.hg'))
+        portfile = os.path.join(host, 'port')
+        server = subprocess.Popen(
+            [sys.executable, os.path.join(common.HERE, 'bundleserver.py'),
+             host, portfile],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        self.pids.append(server.pid)
+        for _ in range(100):
+            if os.path.exists(portfile):
+                break
+            time.sleep(0.1)
+        with open(portfile) as fp:
+            bundleport = int(fp.read())
+        served = os.path.join(self.work, 'cbsrc')
+        self.hgrun('clone', '-q', '-U', src, served)
+        spec = subprocess.run(
+            [self.hg, 'debugbundle', '--spec', src + '.v2.hg'],
+            env=self.env, check=True, stdout=subprocess.PIPE,
+        ).stdout.decode().strip()
+        with open(os.path.join(served, '.hg', 'clonebundles.manifest'),
+                  'w') as fp:
+            fp.write('http://127.0.0.1:%d/stream-v2.hg BUNDLESPEC=%s\n'
+                     % (bundleport, spec))
+        return self.start_server(
+            served, '--config', 'extensions.clonebundles=')
+
+    def stop_servers(self):
+        while self.pids:
+            try:
+                os.kill(self.pids.pop(), 15)
+            except ProcessLookupError:
+                pass
 
     # one measurement -----------------------------------------------------
 
@@ -186,9 +226,12 @@ class Bench:
             cmd = [hg, 'clone', '-U', '--stream', '--ssh', common.DUMMYSSH,
                    '--config', 'ui.remotecmd=%s' % hg,
                    'ssh://bench/%s' % src, self.dest] + extra
+        elif op == 'clone-bundle':
+            cmd = [hg, 'clone', '-U', 'http://127.0.0.1:%d/'
+                   % self.ports[op], self.dest] + extra
         else:
             cmd = [hg, 'clone', '-U', '--stream',
-                   'http://127.0.0.1:%d/' % self.server[0], self.dest] + extra
+                   'http://127.0.0.1:%d/' % self.ports[op], self.dest] + extra
         return common.timed(cmd, env)[:2]
 
     def run_reference(self, ref, latency, src):
@@ -383,7 +426,9 @@ def main(argv=None):
         if not args.no_references:
             bench.prepare_references(src)
         if 'v2-http' in operations:
-            bench.start_server(src)
+            bench.ports['v2-http'] = bench.start_server(src)
+        if 'clone-bundle' in operations:
+            bench.ports['clone-bundle'] = bench.start_clone_bundle_host(src)
         try:
             for rnd in range(args.rounds):
                 for lat in latencies:
@@ -392,6 +437,9 @@ def main(argv=None):
                             if (op, config) in NOT_APPLICABLE:
                                 continue
                             secs, rss = bench.run_hg(op, config, lat, src)
+                            print('  round %d/%d  %-8s  %-12s  %-14s  %7.2f s'
+                                  % (rnd + 1, args.rounds, lat, op, config,
+                                     secs), flush=True)
                             samples.append(dict(
                                 what=op, config=config, latency=lat,
                                 files=count, bytes=size, seconds=secs,
@@ -406,7 +454,7 @@ def main(argv=None):
                 print('round %d of %d done (%.0f s)' % (
                     rnd + 1, args.rounds, time.time() - started))
         finally:
-            bench.stop_server()
+            bench.stop_servers()
         # room on tmpfs for the scaling corpora
         shutil.rmtree(src + '.git', ignore_errors=True)
         shutil.rmtree(src, ignore_errors=True)

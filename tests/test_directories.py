@@ -66,3 +66,20 @@ def test_a_missing_root_is_made_the_core_way(tmp_path):
     dirs = directories.Directories()
     dirs.prepare(root, b'data/a')
     assert os.path.isdir(tmp_path / 'store' / 'data' / 'a')
+
+
+def test_memory_bounded_and_forgotten_directories_found_again(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(directories.Directories, 'MOST', 4)
+    root = bytes(tmp_path)
+    dirs = directories.Directories()
+    names = [b'data/d%d/s%d' % (i % 5, i % 3) for i in range(30)]
+    for name in names:
+        dirs.prepare(root, name)
+        assert os.path.isdir(os.path.join(root, name))
+        assert sum(len(known) for known in dirs._known.values()) <= 4
+    # each directory made once; the forgotten ones cost a mkdir that found
+    # them existing
+    assert dirs.created == len(set(names)) + 5 + 1  # d0..d4, data
+    assert dirs.existing > 0

@@ -31,6 +31,12 @@ from . import closer as closermod
 class Directories:
     """the directories one apply made or found, per root (a vfs base)"""
 
+    # most directories remembered per root: a stream sends the files of a
+    # directory together, so the recent ones are what counts, and a tree
+    # of 500,000 directories would otherwise cost tens of MB.  A directory
+    # forgotten costs one mkdir that finds it existing.
+    MOST = 8192
+
     def __init__(self, timed=False):
         self._known = {}  # root -> directories below it (relative)
         # every mkdir system call, timed if ``timed``
@@ -61,6 +67,8 @@ class Directories:
         while dirname and dirname not in known:
             missing.append(dirname)
             dirname = dirname.rpartition(b'/')[0]
+        if len(known) + len(missing) > self.MOST:
+            known.clear()
         for dirname in reversed(missing):
             self._make(os.path.join(root, dirname), createmode, notindexed)
             known.add(dirname)

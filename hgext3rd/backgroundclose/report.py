@@ -78,22 +78,13 @@ def write_text(ui, report):
             _rate(report.files, report.seconds),
         )
     )
-    ui.write(
-        b'  %-17s %9s %11s %11s %11s\n'
-        % (_(b'operation'), _(b'count'), _(b'total'), _(b'mean'), _(b'max'))
+    write_optable(
+        ui,
+        [
+            (_LABELS[name], report.ops[name])
+            for name in OPERATIONS + CLOSE_OPERATIONS
+        ],
     )
-    for name in OPERATIONS + CLOSE_OPERATIONS:
-        stat = report.ops[name]
-        ui.write(
-            b'  %-17s %9d %11s %11s %11s\n'
-            % (
-                _LABELS[name],
-                stat.count,
-                util.timecount(stat.seconds) if stat.count else b'-',
-                util.timecount(stat.mean) if stat.count else b'-',
-                util.timecount(stat.max) if stat.count else b'-',
-            )
-        )
     closer = report.closer
     if closer.get(b'dirs-created') or closer.get(b'dirs-existing'):
         ui.write(
@@ -113,6 +104,25 @@ def write_text(ui, report):
             closer[b'peakqueued'],
         )
     )
+
+
+def write_optable(ui, rows):
+    """print (label, closer.OpStat) rows: count, total, mean, maximum"""
+    ui.write(
+        b'  %-17s %9s %11s %11s %11s\n'
+        % (_(b'operation'), _(b'count'), _(b'total'), _(b'mean'), _(b'max'))
+    )
+    for label, stat in rows:
+        ui.write(
+            b'  %-17s %9d %11s %11s %11s\n'
+            % (
+                label,
+                stat.count,
+                util.timecount(stat.seconds) if stat.count else b'-',
+                util.timecount(stat.mean) if stat.count else b'-',
+                util.timecount(stat.max) if stat.count else b'-',
+            )
+        )
 
 
 def show(ui, reports, style, opts=None):

@@ -24,8 +24,11 @@ three small wrappers, all of which do nothing when no session is active:
   (``prepare_streamed_file``); the replacement writes them like core does
   and hands the descriptors to the closer.
 
-Parent directories are made by the session, each once (directories.py),
-for the report's mkdir row and to spare core's repeated attempts.
+Parent directories of the files opened through the vfs are made by the
+session, each once (directories.py), which spares core's repeated attempts
+and gives the report's mkdir row.  Stream v2 from 7.0 on makes each
+directory once already (``prepare_streamed_file``): there ``util.makedirs``
+is timed, while the report is shown.
 """
 
 import os
@@ -283,24 +286,6 @@ class ApplySession:
             vfs.base, dirname, vfs.createmode, kwargs.get('notindexed', False)
         )
 
-    def prepare_streamed_file(self, vfs, path, known_directories):
-        """before core's prepare_streamed_file (Mercurial 7.0 and later):
-        make the file's parent directories top-down, and tell core they
-        exist.  Left to core if the vfs joins names unlike we expect."""
-        real = vfs.join(path)
-        dirname = os.path.dirname(real)
-        if dirname in known_directories:
-            return
-        root = vfs.join(b'')
-        if not dirname.startswith(root + b'/'):
-            return
-        # core's audit of the path, before anything is made for it
-        compat.audit(vfs, real, b'wb')
-        self.directories.prepare(
-            root, dirname[len(root) + 1 :], vfs.createmode, True
-        )
-        known_directories.add(dirname)
-
     def _open_through(self, orig, vfs, path, mode, kwargs):
         """open for the lane (if it takes descriptors now), timed for the
         report (if shown): the file, its descriptor if opened for the lane,
@@ -322,6 +307,7 @@ class ApplySession:
         writestat = table['write']
         closer = self.closer
         clock = util.timer
+        timed = self.timed
         write = os.write
         # a writer thread of a parallel apply keeps its failures for the
         # main thread, which raises them when it finishes the closer
@@ -349,16 +335,21 @@ class ApplySession:
                 # in the owned set now: release() finds it there, and a
                 # search by name could find it queued on the closer later
                 self._opening = None
-                openstat.add(clock() - start)
+                if timed:
+                    openstat.add(clock() - start)
                 for chunk in data:
-                    start = clock()
+                    if timed:
+                        start = clock()
                     try:
                         written = write(fd, chunk)
                         while written < len(chunk):
                             written += write(fd, chunk[written:])
                     except OSError as exc:
                         raise closermod.FileError(path, exc, 'writing') from exc
-                    writestat.add(clock() - start, len(chunk))
+                    if timed:
+                        writestat.add(clock() - start, len(chunk))
+                    else:  # counted all the same: see check_complete()
+                        writestat.bytes += len(chunk)
             except closermod.FileError as failure:
                 if fd is not None:
                     closer.close_quietly(fd)
@@ -486,6 +477,13 @@ def _apply(session, orig, repo, fp, args, kwargs):
     global _session
     _session = session
     wrappers = list(_SESSION_SEAMS)
+    if (
+        session.timed
+        and session.format == b'v2'
+        and compat.HAS_PREPARE_STREAMED_FILE
+    ):
+        # core makes the directories of stream v2 files there: time them
+        wrappers.append(_MKDIR_SEAM)
     failing = True
     try:
         try:
@@ -547,19 +545,47 @@ def vfsopen(orig, self, path, mode=b'rb', *args, **kwargs):
     return session.open(orig, self, path, mode, kwargs)
 
 
+# util.makedirs calls itself for missing parents: only the outermost call
+# counts.  Only the main thread prepares stream files.
+_mkdirinside = False
+
+
+def makedirs(orig, name, *args, **kwargs):
+    """stream v2 from Mercurial 7.0 on, with the report shown: core makes
+    each directory once (prepare_streamed_file); time it for the report's
+    mkdir row"""
+    global _mkdirinside
+    session = _session
+    if session is None or _mkdirinside:
+        return orig(name, *args, **kwargs)
+    stat = session.directories.stat
+    start = util.timer()
+    try:
+        _mkdirinside = True
+        return orig(name, *args, **kwargs)
+    finally:
+        _mkdirinside = False
+        stat.add(util.timer() - start)
+        session.directories.created += 1
+
+
+# with the report shown, for the directories core makes
+_MKDIR_SEAM = (util, 'makedirs', makedirs)
+
+
 def prepare_streamed_file(orig, self, path, known_directories, **kwargs):
     """the main thread reads the stream and prepares each file before a
     writer thread writes it (stream v2, Mercurial 7.0 and later): stop
     reading at the first failure a writer thread recorded, instead of
-    downloading the rest of the stream for nothing; make the file's
-    directories the session's way"""
+    downloading the rest of the stream for nothing.  Core makes each
+    directory once on this path (its known_directories), so its mkdir
+    calls are left as they are."""
     session = _session
     if (
         session is not None
         and threading.get_ident() == session.mainthread
     ):
         session.closer.raise_failure()
-        session.prepare_streamed_file(self, path, known_directories)
     return orig(self, path, known_directories, **kwargs)
 
 
