@@ -30,6 +30,23 @@ Every setting is documented:
   1
   1
 
+Where it acts, one row per kind of command, and the probe command:
+
+  $ hg help -e backgroundclose | grep -A 8 '^Where it acts'
+  Where it acts (Mercurial 6.5 to 7.2; "C threads" where the C part was built,
+  Python threads elsewhere, e.g. on Windows or with
+  "worker.backgroundclosenative=false"; inline while closes are cheap):
+  
+  command                                       format      closes on
+  -----------------------------------------------------------------------
+  clone --stream, stream bundles, clone bundles v1, v2, v3  C threads
+  pull, unbundle, clone, a push over ssh        changegroup C threads
+  a push received by hg serve over http         changegroup inline (core)
+  $ hg help debugprobeclose | head -n 3
+  hg debugprobeclose [DIR]
+  
+  time closing files here, and tell what the closer would do
+
 debugapplystreamclonebundle gains -T and says which formats it takes:
 
   $ hg help debugapplystreamclonebundle | tr -s ' \n' '  ' | grep -o 'stream bundles of every format are accepted'

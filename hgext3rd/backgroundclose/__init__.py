@@ -66,6 +66,20 @@ The same closer serves the other two places that write many files:
 ``--debug`` prints a line per closer that started threads, saying how many
 closes it handled and how many of them ran on threads.
 
+Where it acts (Mercurial 6.5 to 7.2; "C threads" where the C part was
+built, Python threads elsewhere, e.g. on Windows or with
+``worker.backgroundclosenative=false``; inline while closes are cheap):
+
+=============================================  ===========  ==============
+command                                        format       closes on
+=============================================  ===========  ==============
+clone --stream, stream bundles, clone bundles  v1, v2, v3   C threads
+pull, unbundle, clone, a push over ssh         changegroup  C threads
+a push received by hg serve over http          changegroup  inline (core)
+update, pull -u, the update after clone        files        C threads
+everything else (commit, rebase, ...)          -            core's closes
+=============================================  ===========  ==============
+
 Enable it with::
 
   [extensions]
