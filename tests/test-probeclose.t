@@ -75,8 +75,12 @@ naming the file, and the probe's files are removed all the same:
 Interrupted half-way (Ctrl-C while closes take 10 ms each): the files are
 removed too:
 
-  $ SLOWCLOSE_US=10000 slow python3 "$TESTDIR/withsigint.py" \
-  >   timeout --preserve-status -s INT 0.5 hg debugprobeclose elsewhere
-  interrupted!
+  $ LD_PRELOAD="$SLOWCLOSE_SO" SLOWCLOSE_US=10000 python3 "$TESTDIR/withsigint.py" \
+  >   hg debugprobeclose elsewhere > interrupted.out 2>&1 &
+  $ probe=$!
+  $ for i in $(seq 300); do ls elsewhere | grep -q probeclose && break; sleep 0.1; done
+  $ sleep 0.3; kill -INT $probe; wait $probe
   [255]
+  $ cat interrupted.out
+  interrupted!
   $ ls elsewhere
