@@ -300,16 +300,23 @@ class CountingClock(FakeClock):
         return self.now
 
 
-def test_sampled_closer_times_few_cheap_closes_and_counts_all():
-    clock = CountingClock()
-    close, closed = timed_files(clock, lambda t: 2e-6)
+def close_sampled(clock, latency, count):
+    """close ``count`` fake files of ``latency`` seconds, one every 50 us,
+    with a sampling closer: (closer, closed), the closer still open"""
+    close, closed = timed_files(clock, lambda t: latency)
     closer = Closer(
         clock=clock, closefn=close, fdroom=None, sample=closermod.SAMPLE
     )
-    with closer:
-        for target in range(4000):
-            clock.advance(50e-6)
-            closer.close(target)
+    for target in range(count):
+        clock.advance(50e-6)
+        closer.close(target)
+    return closer, closed
+
+
+def test_sampled_closer_times_few_cheap_closes_and_counts_all():
+    clock = CountingClock()
+    closer, closed = close_sampled(clock, 2e-6, 4000)
+    closer.finish()
     assert len(closed) == 4000
     assert closer.stats()['close'].count == 4000
     # three clock reads per timed close: one close in SAMPLE is timed
@@ -318,15 +325,8 @@ def test_sampled_closer_times_few_cheap_closes_and_counts_all():
 
 
 def test_sampled_closer_still_finds_slow_closes_within_a_few_dozen():
-    clock = FakeClock()
-    close, closed = timed_files(clock, lambda t: 700e-6)
-    closer = Closer(
-        clock=clock, closefn=close, fdroom=None, sample=closermod.SAMPLE
-    )
+    closer, closed = close_sampled(FakeClock(), 700e-6, 60)
     with closer:
-        for target in range(60):
-            clock.advance(50e-6)
-            closer.close(target)
         assert closer.mode == closermod.BACKGROUND
     assert sorted(closed) == list(range(60))
 

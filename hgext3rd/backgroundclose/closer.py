@@ -308,8 +308,6 @@ class Closer:
         self._clock = clock
         # the submitter's descriptors not handed over yet (see close())
         self.owned = owned
-        # file objects are closed by their own close()
-        self._closeobjects = closefn is close_target
         if owned is not None:
             self._closefn = self._owned_closer(closefn, owned)
         else:
@@ -470,10 +468,7 @@ class Closer:
             self._untimed -= 1
             self._untimedcount += 1
             try:
-                if self._closeobjects and type(target) is not int:
-                    target.close()
-                else:
-                    self._closefn(target)
+                self._closefn(target)
             except Exception as exc:
                 raise FileError(name, exc) from exc
         else:

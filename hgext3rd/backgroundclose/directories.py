@@ -16,9 +16,9 @@ each is a round trip.
 found.  ``prepare()`` makes those a file still lacks, from the deepest one
 known to exist downwards, with core's ``util.makedir`` and core's
 ``createmode``, as ``util.makedirs`` would; the caller then opens the file
-telling the vfs not to make directories (``makeparentdirs=False``).  Only
-after the vfs audited the path (a first open that found the directory
-missing), so that nothing is made where the audit would refuse to write.
+telling the vfs not to make directories (``makeparentdirs=False``).  The
+caller runs core's audit of the path first, so that nothing is made where
+the audit would refuse to write.
 """
 
 import os

@@ -241,11 +241,10 @@ class HandedOverFile:
         fd = self._fd
         if fd is None:
             try:
-                fp.flush()
-            except OSError as exc:
-                self._closed = True
-                closermod.close_quietly(fp)
-                raise closermod.FileError(name, exc, 'writing') from exc
+                closermod.flush_for_handover(fp, name)
+            except closermod.FileError:
+                self._closed = True  # closed by flush_for_handover
+                raise
             # an interrupt before this leaves it to _close_here()
             self._closed = True
             self._closer.close(fp, name)

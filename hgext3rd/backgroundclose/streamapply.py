@@ -291,12 +291,10 @@ class ApplySession:
         report (if shown): the file, its descriptor if opened for the lane,
         the table its writes go to"""
         table = self.book.mine()
-        if not self.timed:
-            fp, fd = self.files.open_through(orig, vfs, path, mode, kwargs)
-            return fp, fd, table['write']
         start = util.timer()
         fp, fd = self.files.open_through(orig, vfs, path, mode, kwargs)
-        table['open'].add(util.timer() - start)
+        if self.timed:
+            table['open'].add(util.timer() - start)
         return fp, fd, table['write']
 
     def write_files(self, info):
@@ -606,7 +604,6 @@ _SESSION_SEAMS = [
     if compat.HAS_PREPARE_STREAMED_FILE
     else None,
 ]
-
 
 
 class collecting:
