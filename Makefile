@@ -23,8 +23,8 @@ UNSUPPORTED ?= 6.4.5
 
 .PHONY: all test unit cram demo shim venv clean test-matrix test-oldest \
 	test-unsupported test-python soak test-upstream test-upstream-oldest \
-	test-upstream-ci \
-	bench bench-full bench-cg bench-releases
+	test-upstream-ci realfs-deps \
+	bench bench-all bench-realfs bench-full bench-cg bench-releases
 
 all: test
 
@@ -162,6 +162,30 @@ demo: $(STAMP) $(SHIM)
 bench: $(STAMP) $(SHIM)
 	$(BIN)/pip install --quiet matplotlib
 	$(BIN)/python bench/run.py --hg $(BIN)/hg --shim $(SHIM) --files 2000
+
+# sshfs and openssh-server for tests/test-sshfs.t and make bench-realfs,
+# installed with apt-get where missing (root only); without them that test
+# is skipped, with the reason: `python3 bench/sshfs.py --check`
+realfs-deps:
+	@$(PYTHON) bench/sshfs.py --install || $(PYTHON) bench/sshfs.py --check || true
+
+# every operation, configuration and modelled latency at the quick size
+bench-all: $(STAMP) $(SHIM)
+	$(BIN)/pip install --quiet matplotlib
+	$(BIN)/python bench/run.py --hg $(BIN)/hg --shim $(SHIM) --files 2000 \
+		--grid all --name all
+
+# a real network file system: the stream rows and the update written to an
+# sshfs mount, served by an sshd this target starts on 127.0.0.1 (sshfs and
+# openssh-server are installed with apt-get where missing); no modelled
+# latency, the file system's own
+bench-realfs: $(STAMP) $(SHIM)
+	$(BIN)/pip install --quiet matplotlib
+	$(PYTHON) bench/sshfs.py --install || { $(PYTHON) bench/sshfs.py --check; exit 1; }
+	$(BIN)/python bench/run.py --hg $(BIN)/hg --shim $(SHIM) --fs sshfs \
+		--files 8000 --latencies none --scaling '' --no-references \
+		--operations v1-apply,v2-ssh,v3-unbundle,update \
+		--configs core,core-parallel,ext-adaptive,ext-inline --name realfs
 
 # a mozilla-central-sized repository (about 230,000 files): within an hour
 bench-full: $(STAMP) $(SHIM)

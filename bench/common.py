@@ -47,9 +47,15 @@ def workdir(size='4g', prefix='hg-backgroundclose-'):
 
 def latency_env(env, shim, latency):
     """``env`` with the slow-close model loaded: ``latency`` is microseconds
-    per close, 'burnN' for N microseconds of CPU burnt per close (an
+    per close, 'none' for no model at all (a real file system's closes),
+    'burnN' for N microseconds of CPU burnt per close (an
     antivirus scan), or 'tail' for the heavy-tailed distribution"""
     env = dict(env)
+    if latency == 'none':  # a real file system's own closes, no model
+        for name in ('LD_PRELOAD', 'SLOWCLOSE_BURN', 'SLOWCLOSE_DIST',
+                     'SLOWCLOSE_US'):
+            env.pop(name, None)
+        return env
     env['LD_PRELOAD'] = shim
     env.pop('SLOWCLOSE_BURN', None)
     if latency.startswith('burn'):

@@ -15,6 +15,7 @@ mozilla-central-sized repository.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -27,6 +28,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import common  # noqa: E402
+import sshfs  # noqa: E402
 
 # name -> hg arguments; the extension is enabled in the benchmark's hgrc
 CONFIGS = {
@@ -40,6 +42,7 @@ CONFIGS = {
         '--config', 'worker.parallel-stream-bundle-processing=yes',
     ],
     'ext-adaptive': [],
+    'ext-inline': ['--config', 'worker.backgroundclose=no'],
     'ext-forced': ['--config', 'worker.backgroundclose=yes'],
     # the extension without its C close threads: what Python threads cost
     'ext-python': ['--config', 'worker.backgroundclosenative=no'],
@@ -64,6 +67,18 @@ REFERENCES = {
 }
 
 LATENCIES = ['0', '100', '700', '2000', 'tail']
+# what `make bench` runs by default: the rows that say whether the
+# extension pays (at 0 us), what it saves (700 us, the close latency of the
+# seeds), and how it copes with a mix; every stream format, a changegroup
+# and an update; core, core's parallel v2 writers, the extension with its C
+# lane and with Python threads (what Windows and macOS get).  `--grid all`
+# runs every row above.
+QUICK = {
+    'latencies': ['0', '700', 'tail'],
+    'operations': ['v1-apply', 'v2-ssh', 'v3-unbundle', 'cg-unbundle',
+                   'update'],
+    'configs': ['core', 'core-parallel', 'ext-adaptive', 'ext-python'],
+}
 
 # combinations that would only measure core again: stream v1 has no
 # parallel writers
@@ -87,6 +102,9 @@ class Bench:
             fp.write('[ui]\nusername = bench <bench@example.invalid>\n')
         self.env = dict(os.environ, HGRCPATH=hgrc, HGPLAIN='1')
         self.env.pop('LD_PRELOAD', None)
+        # where the measured commands write: the work directory (tmpfs),
+        # or a real file system mounted in it (--fs)
+        self.target = work
         self.dest = os.path.join(work, 'dest')
         self.pids = []  # servers to stop
         self.ports = {}  # operation -> the port of its server
@@ -121,7 +139,7 @@ class Bench:
     def prepare_update(self, src):
         # a repository with the whole store and an empty working copy,
         # updated to tip and back to null by each run
-        repo = os.path.join(self.work, 'update')
+        repo = os.path.join(self.target, 'update')
         if not os.path.exists(repo):
             self.hgrun('clone', '-q', '-U', src, repo)
         return repo
@@ -264,6 +282,19 @@ def median(values):
     return statistics.median(values) if values else None
 
 
+def base_latency(rows):
+    """what ratios are relative to: 0 us, or no model at all"""
+    return '0' if any(r['latency'] == '0' for r in rows) else 'none'
+
+
+def latency_label(latency):
+    if latency == 'none':
+        return 'no model'
+    if latency == 'tail':
+        return 'tail'
+    return '%s us' % latency
+
+
 def summarize(samples):
     """samples: list of dicts -> rows keyed by (what, config, latency)"""
     groups = {}
@@ -280,7 +311,8 @@ def summarize(samples):
             'maxrss_kb': median([g['maxrss_kb'] for g in group]),
         })
     base = {(r['what'], r['files']): r['seconds'] for r in rows
-            if r['config'] in ('core', 'ref') and r['latency'] == '0'}
+            if r['config'] in ('core', 'ref')
+            and r['latency'] == base_latency(rows)}
     for r in rows:
         b = base.get((r['what'], r['files']))
         r['ratio_to_core_0us'] = r['seconds'] / b if b else None
@@ -296,7 +328,7 @@ def table(rows, latencies):
         if (r['what'], r['files']) not in whats:
             whats.append((r['what'], r['files']))
     head = '%-16s %-14s' % ('operation', 'configuration') + ''.join(
-        '%16s' % ('%s us' % lat if lat != 'tail' else 'tail') for lat in latencies)
+        '%16s' % latency_label(lat) for lat in latencies)
     lines.append(head)
     lines.append('-' * len(head))
     for what, files in whats:
@@ -360,8 +392,7 @@ def plot(rows, latencies, path):
                             color=drawn[0].get_color())
         ax.set_title('%s, %d files' % (what, files))
         ax.set_xticks(xs)
-        ax.set_xticklabels(['%s us' % l if l != 'tail' else 'tail'
-                            for l in latencies])
+        ax.set_xticklabels([latency_label(lat) for lat in latencies])
         ax.set_xlabel('modelled close latency')
         ax.set_ylabel('seconds (median)')
         ax.grid(True, alpha=0.3)
@@ -379,9 +410,17 @@ def main(argv=None):
     parser.add_argument('--seed', type=int, default=1)
     parser.add_argument('--size-scale', type=float, default=1.0)
     parser.add_argument('--rounds', type=int, default=3)
-    parser.add_argument('--latencies', default=','.join(LATENCIES))
-    parser.add_argument('--operations', default=','.join(OPERATIONS))
-    parser.add_argument('--configs', default=','.join(CONFIGS))
+    parser.add_argument('--grid', choices=('quick', 'all'), default='quick',
+                        help='the default rows: the quick grid (see QUICK) '
+                        'or every operation, configuration and latency')
+    parser.add_argument('--latencies', help="comma-separated: microseconds, "
+                        "'tail', or 'none' (no model: a real file system)")
+    parser.add_argument('--operations')
+    parser.add_argument('--configs')
+    parser.add_argument('--fs', choices=('tmpfs', 'sshfs'), default='tmpfs',
+                        help='where the measured commands write: tmpfs, or '
+                        'an sshfs mount of tmpfs served by an sshd on '
+                        '127.0.0.1 (bench/sshfs.py)')
     parser.add_argument('--scaling', default='1000,5000',
                         help='file counts for the scaling rows (v1 apply)')
     parser.add_argument('--no-references', action='store_true')
@@ -402,9 +441,21 @@ def main(argv=None):
         main_rows = [r for r in rows if not r['what'].startswith('scaling')]
         png = os.path.splitext(args.replot)[0] + '.png'
         return 0 if plot(main_rows, lats, png) else 1
-    latencies = args.latencies.split(',')
-    operations = args.operations.split(',')
-    configs = args.configs.split(',')
+    grid = QUICK if args.grid == 'quick' else {
+        'latencies': LATENCIES, 'operations': list(OPERATIONS),
+        'configs': list(CONFIGS)}
+    latencies = (args.latencies.split(',') if args.latencies
+                 else grid['latencies'])
+    operations = (args.operations.split(',') if args.operations
+                  else grid['operations'])
+    configs = args.configs.split(',') if args.configs else grid['configs']
+    for what, chosen, known in (
+            ('operation', operations, OPERATIONS),
+            ('configuration', configs, CONFIGS)):
+        unknown = [name for name in chosen if name not in known
+                   and name != 'ext-before']
+        if unknown:
+            parser.error('unknown %s: %s' % (what, ', '.join(unknown)))
     if args.before:
         CONFIGS['ext-before'] = [
             '--config', 'extensions.backgroundclose=%s'
@@ -414,77 +465,104 @@ def main(argv=None):
     scaling = [int(n) for n in args.scaling.split(',') if n]
     started = time.time()
 
-    samples = []
     with common.workdir(size=args.tmpfs_size) as (work, on_tmpfs):
         if not on_tmpfs:
             print('warning: not root, no tmpfs: timing on %s, expect noise'
                   % work)
         bench = Bench(args, work)
-        print('building the %d-file corpus...' % args.files)
-        src = bench.prepare(args.files, operations=operations)
-        count, size = store_size(src)
-        if not args.no_references:
-            bench.prepare_references(src)
-        if 'v2-http' in operations:
-            bench.ports['v2-http'] = bench.start_server(src)
-        if 'clone-bundle' in operations:
-            bench.ports['clone-bundle'] = bench.start_clone_bundle_host(src)
-        try:
-            for rnd in range(args.rounds):
-                for lat in latencies:
-                    for op in operations:
-                        for config in configs:
-                            if (op, config) in NOT_APPLICABLE:
-                                continue
-                            secs, rss = bench.run_hg(op, config, lat, src)
-                            print('  round %d/%d  %-8s  %-12s  %-14s  %7.2f s'
-                                  % (rnd + 1, args.rounds, lat, op, config,
-                                     secs), flush=True)
-                            samples.append(dict(
-                                what=op, config=config, latency=lat,
-                                files=count, bytes=size, seconds=secs,
-                                maxrss_kb=rss, round=rnd))
-                    if not args.no_references:
-                        for ref in REFERENCES:
-                            secs, rss = bench.run_reference(ref, lat, src)
-                            samples.append(dict(
-                                what=ref, config='ref', latency=lat,
-                                files=count, bytes=size, seconds=secs,
-                                maxrss_kb=rss, round=rnd))
-                print('round %d of %d done (%.0f s)' % (
-                    rnd + 1, args.rounds, time.time() - started))
-        finally:
-            bench.stop_servers()
-        # room on tmpfs for the scaling corpora
-        shutil.rmtree(src + '.git', ignore_errors=True)
-        shutil.rmtree(src, ignore_errors=True)
-        shutil.rmtree(os.path.join(work, 'update'), ignore_errors=True)
-        for leftover in ('.v1.hg', '.v2.hg', '.v3.hg', '.cg.hg',
-                         '.store.tar'):
-            if os.path.exists(src + leftover):
-                os.unlink(src + leftover)
-        # scaling: time per file grows linearly with the file count
-        for files in scaling:
-            ssrc = bench.prepare(files, name='scale-%d' % files)
-            scount, ssize = store_size(ssrc)
-            for rnd in range(args.rounds):
-                for config, lat in (('core', '0'), ('ext-adaptive', '0'),
-                                    ('core', '700'), ('ext-adaptive', '700')):
-                    secs, rss = bench.run_hg('v1-apply', config, lat, ssrc)
-                    samples.append(dict(
-                        what='scaling-v1-apply', config=config, latency=lat,
-                        files=scount, bytes=ssize, seconds=secs,
-                        maxrss_kb=rss, round=rnd))
-            shutil.rmtree(ssrc)
+        with contextlib.ExitStack() as mounts:
+            if args.fs == 'sshfs':
+                served = os.path.join(work, 'served')
+                os.makedirs(served)
+                bench.target = mounts.enter_context(sshfs.mounted(
+                    served, os.path.join(work, 'mnt'),
+                    os.path.join(work, 'sshd')))
+                bench.dest = os.path.join(bench.target, 'dest')
+                print('writing to %s, an sshfs mount of %s'
+                      % (bench.target, served))
+            samples, count, size = measure(
+                args, bench, latencies, operations, configs, scaling,
+                started)
+    report_and_save(args, bench, samples, count, size, latencies, on_tmpfs,
+                    started)
+    return 0
 
+
+def measure(args, bench, latencies, operations, configs, scaling, started):
+    """every chosen row, round after round: (samples, files, bytes)"""
+    samples = []
+    print('building the %d-file corpus...' % args.files)
+    src = bench.prepare(args.files, operations=operations)
+    count, size = store_size(src)
+    if not args.no_references:
+        bench.prepare_references(src)
+    if 'v2-http' in operations:
+        bench.ports['v2-http'] = bench.start_server(src)
+    if 'clone-bundle' in operations:
+        bench.ports['clone-bundle'] = bench.start_clone_bundle_host(src)
+    try:
+        for rnd in range(args.rounds):
+            for lat in latencies:
+                for op in operations:
+                    for config in configs:
+                        if (op, config) in NOT_APPLICABLE:
+                            continue
+                        secs, rss = bench.run_hg(op, config, lat, src)
+                        print('  round %d/%d  %-8s  %-12s  %-14s  %7.2f s'
+                              % (rnd + 1, args.rounds, lat, op, config,
+                                 secs), flush=True)
+                        samples.append(dict(
+                            what=op, config=config, latency=lat,
+                            files=count, bytes=size, seconds=secs,
+                            maxrss_kb=rss, round=rnd))
+                if not args.no_references:
+                    for ref in REFERENCES:
+                        secs, rss = bench.run_reference(ref, lat, src)
+                        samples.append(dict(
+                            what=ref, config='ref', latency=lat,
+                            files=count, bytes=size, seconds=secs,
+                            maxrss_kb=rss, round=rnd))
+            print('round %d of %d done (%.0f s)' % (
+                rnd + 1, args.rounds, time.time() - started))
+    finally:
+        bench.stop_servers()
+    # room on tmpfs for the scaling corpora
+    shutil.rmtree(src + '.git', ignore_errors=True)
+    shutil.rmtree(src, ignore_errors=True)
+    shutil.rmtree(os.path.join(bench.target, 'update'), ignore_errors=True)
+    for leftover in ('.v1.hg', '.v2.hg', '.v3.hg', '.cg.hg',
+                     '.store.tar'):
+        if os.path.exists(src + leftover):
+            os.unlink(src + leftover)
+    # scaling: time per file grows linearly with the file count
+    for files in scaling:
+        ssrc = bench.prepare(files, name='scale-%d' % files)
+        scount, ssize = store_size(ssrc)
+        for rnd in range(args.rounds):
+            for config, lat in (('core', '0'), ('ext-adaptive', '0'),
+                                ('core', '700'), ('ext-adaptive', '700')):
+                secs, rss = bench.run_hg('v1-apply', config, lat, ssrc)
+                samples.append(dict(
+                    what='scaling-v1-apply', config=config, latency=lat,
+                    files=scount, bytes=ssize, seconds=secs,
+                    maxrss_kb=rss, round=rnd))
+        shutil.rmtree(ssrc)
+    return samples, count, size
+
+
+def report_and_save(args, bench, samples, count, size, latencies, on_tmpfs,
+                    started):
     rows = summarize(samples)
+    where = 'tmpfs' if on_tmpfs else 'NOT tmpfs'
+    if args.fs == 'sshfs':
+        where = 'written to sshfs over loopback, served from ' + where
     main_rows = [r for r in rows if not r['what'].startswith('scaling')]
     scale_rows = [r for r in rows if r['what'].startswith('scaling')]
     text = [
         'hg-backgroundclose benchmark: %d files, %.1f MB of store, %s'
-        % (count, size / 1e6, 'tmpfs' if on_tmpfs else 'NOT tmpfs'),
-        'medians of %d rounds; seconds and ratio to core at 0 us of the '
-        'same operation' % args.rounds,
+        % (count, size / 1e6, where),
+        'medians of %d rounds; seconds and ratio to core at %s of the '
+        'same operation' % (args.rounds, latency_label(base_latency(rows))),
         '',
         table(main_rows, latencies),
     ]
@@ -511,6 +589,7 @@ def main(argv=None):
     result = {
         'machine': {'python': platform.python_version(),
                     'cpus': os.cpu_count(), 'tmpfs': on_tmpfs,
+                    'written_to': args.fs,
                     'platform': platform.platform()},
         'hg': subprocess.run([bench.hg, 'version', '-q'], env=bench.env,
                              stdout=subprocess.PIPE, text=True).stdout.strip(),
