@@ -75,12 +75,12 @@ def install():
     return not missing_packages()
 
 
-class _Terminated(Exception):
-    pass
+class Terminated(Exception):
+    """SIGTERM arrived while a mount was held"""
 
 
 def _on_sigterm(signum, frame):
-    raise _Terminated()
+    raise Terminated()
 
 
 def _wait_for(predicate, seconds):
@@ -202,7 +202,7 @@ def serve(served, mountpoint, work, seconds):
             with open(os.path.join(work, 'ready'), 'w') as fp:
                 fp.write('%d\n' % os.getpid())
             time.sleep(seconds)
-    except (_Terminated, KeyboardInterrupt):
+    except (Terminated, KeyboardInterrupt):
         pass
     return 0
 

@@ -38,6 +38,8 @@ _SEAMS = [
     (transaction.transaction, 'addbackup'),
     (streamclone, '_write_files'),
     (vfsmod.abstractvfs, 'prepare_streamed_file'),
+    # stream v2 with the report shown (streamapply._MKDIR_SEAM)
+    (util, 'makedirs'),
 ]
 
 _original = {}

@@ -68,7 +68,7 @@ The report as JSON, one object per apply:
   > print(report['closer']['policy'], report['closer']['mode'] in ('inline', 'background'))
   > PY
   v2 True True True
-  ['close', 'close-background', 'mkdir', 'open', 'write']
+  ['close', 'close-background', 'close-written', 'mkdir', 'open', 'write']
   ['count', 'max', 'mean', 'seconds']
   adaptive True
 

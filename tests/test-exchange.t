@@ -42,6 +42,17 @@ copy as well:
   $ hg -R pulled-u files | wc -l | tr -d ' '
   120
 
+pull -u over http as well:
+
+  $ hg init pulled-u-http
+  $ slow hg -R pulled-u-http pull -u --debug http://127.0.0.1:$port/ | closes | sort -u
+  backgroundclose: N revlog closes (N on threads), background mode, K native threads, 0 switches, 0 opens left to core
+  backgroundclose: N working-copy closes (N on threads), background mode, K native threads, 0 switches
+  $ hg -R pulled-u-http verify -q
+  $ hg -R pulled-u-http status
+  $ hg -R pulled-u-http files | wc -l | tr -d ' '
+  120
+
 (one working-copy line per forked update worker: how many depends on the
 cores.)  The update without forked workers (worker.enabled=false) closes
 on the same threads:

@@ -1,9 +1,10 @@
 hg debugprobeclose: does this file system need the extension?
 =============================================================
 
-The probe writes a few hundred store-like files next to the repository's
-store (or in a directory given), times them, removes them, and says what
-the closer would do there.  Closes here come from the slow-close model.
+The probe writes a few hundred store-like files in the directory that
+holds the repository's store (or in a directory given), times them,
+removes them, and says what the closer would do there.  Closes here come
+from the slow-close model.
 
   $ [ -n "$SLOWCLOSE_SO" ] && [ -f "$SLOWCLOSE_SO" ] || exit 80
   $ . "$TESTDIR/setup.sh"
@@ -13,7 +14,7 @@ the closer would do there.  Closes here come from the slow-close model.
 
 Closes of 700 us that wait (a flush, a round trip): background threads
 (at least the four it starts with; how many more depends on how fast this
-machine writes) and time to save:
+machine writes), on the C threads, and time to save:
 
   $ SLOWCLOSE_US=700 slow hg -R repo debugprobeclose
   probed */repo/.hg: 332 files written, closed and removed (glob)
@@ -25,13 +26,46 @@ machine writes) and time to save:
     fsync                    32 * (glob)
     close after fsync        32 * (glob)
   closes: * on average, *% of it on the CPU (waiting: a flush or a round trip) (glob)
-  decision: close on * background threads (glob)
+  policy asked for: adaptive (worker.backgroundclose unset)
+  decision: close on * background threads (C threads) (glob)
   time saved per 100000 files: up to * (glob)
   $ (cd repo/.hg && find . | sort) | diff before.list - && echo nothing left
   nothing left
 
+Without the C threads, Python threads would close, and the estimate says
+it leaves their cost out:
+
+  $ SLOWCLOSE_US=700 slow hg -R repo debugprobeclose \
+  >   --config worker.backgroundclosenative=false | tail -n 3
+  decision: close on * background threads (Python threads) (glob)
+  time saved per 100000 files: up to * (glob)
+  note: a Python thread takes the GIL back after each close, which the estimate leaves out: the saving is smaller
+
+Closing forced inline, or fewer files expected than the minimum the user
+set: the probe says so, not that closes are cheap:
+
+  $ SLOWCLOSE_US=700 slow hg -R repo debugprobeclose \
+  >   --config worker.backgroundclose=false | tail -n 3
+  closes: * on average, *% of it on the CPU (waiting: a flush or a round trip) (glob)
+  policy asked for: inline (worker.backgroundclose=false)
+  decision: close inline, as asked
+  $ SLOWCLOSE_US=700 slow hg -R repo debugprobeclose \
+  >   --config worker.backgroundclose=true \
+  >   --config worker.backgroundcloseminfilecount=200000 | tail -n 2
+  policy asked for: background (worker.backgroundclose=true)
+  decision: close inline: fewer files than minfilecount
+  $ SLOWCLOSE_US=700 slow hg -R repo debugprobeclose -T json \
+  >   --config worker.backgroundcloseminfilecount=200000 > minfiles.json
+  $ python3 - <<PY
+  > import json
+  > [p] = json.load(open('minfiles.json'))
+  > print(p['requested'], p['mode'], p['reason'], p['threads'], p['saved'])
+  > PY
+  adaptive inline fewer files than minfilecount 0 0.0
+
 The same as JSON; the decision flips with the close time (the threshold
-is raised here so that this machine's own closes count as cheap):
+is raised here so that this machine's own closes count as cheap), and the
+file count is the one the text gives:
 
   $ for us in 0 700; do
   >   SLOWCLOSE_US=$us slow hg -R repo debugprobeclose -T json \
@@ -41,22 +75,50 @@ is raised here so that this machine's own closes count as cheap):
   > [p] = json.load(open('probe-%s.json' % sys.argv[1]))
   > close = p['ops']['close']
   > print(sys.argv[1], p['mode'], p['threads'] >= 4 if p['threads'] else 0,
-  >       p['saved'] > 0, close['count'], close['mean'] > 600e-6, p['burning'])
+  >       p['saved'] > 0, close['count'], close['mean'] > 600e-6, p['burning'],
+  >       p['kind'], p['files'], p['removed'], p['requested'], p['reason'],
+  >       p['native'])
   > PY
   > done
-  0 inline 0 False 300 False False
-  700 background True True 300 True False
+  0 inline 0 False 300 False False cheap 332 True adaptive None True
+  700 background True True 300 True False waiting 332 True adaptive None True
 
-Closes that burn CPU (an antivirus scan): the pool stops at the core count:
+Closes that burn CPU (an antivirus scan): the pool stops at the core count,
+and the label and the percentage printed say the same:
 
   $ SLOWCLOSE_US=700 SLOWCLOSE_BURN=1 slow hg -R repo debugprobeclose -T json > burn.json
   $ python3 - <<PY
   > import json, os
   > [p] = json.load(open('burn.json'))
-  > print(p['mode'], p['burning'], p['cpushare'] > 0.5,
+  > print(p['mode'], p['burning'], p['cpushare'] > 0.5, p['cpupercent'] >= 50,
   >       p['threads'] <= len(os.sched_getaffinity(0)))
   > PY
-  background True True True
+  background True True True True
+
+Closing forced on threads: the closer then never times a close inline, so
+it never learns that closes burn CPU and does not stop at the core count;
+neither does the probe (one thread more than the cores asked for):
+
+  $ threads=$(( $(python3 -c 'import os; print(len(os.sched_getaffinity(0)))') + 1 ))
+  $ SLOWCLOSE_US=700 SLOWCLOSE_BURN=1 slow hg -R repo debugprobeclose -T json \
+  >   --config worker.backgroundclose=true \
+  >   --config worker.backgroundclosethreadcount=$threads > forced.json
+  $ python3 - $threads <<PY
+  > import json, sys
+  > [p] = json.load(open('forced.json'))
+  > print(p['requested'], p['mode'], p['burning'],
+  >       p['threads'] >= int(sys.argv[1]))
+  > PY
+  background background True True
+
+A share: the probe writes where the shared store is, not in the share's
+own .hg:
+
+  $ hg share -q -U --config extensions.share= repo shared
+  $ hg -R shared debugprobeclose | head -n 1
+  probed */repo/.hg: 332 files written, closed and removed (glob)
+  $ ls shared/.hg | grep probeclose
+  [1]
 
 In a directory given, outside any repository; a close that fails aborts
 naming the file, and the probe's files are removed all the same:
@@ -71,6 +133,19 @@ naming the file, and the probe's files are removed all the same:
   $ hg debugprobeclose missing
   abort: missing is not a directory
   [255]
+  $ hg debugprobeclose before.list
+  abort: before.list is not a directory
+  [255]
+
+A template that does not parse is refused before any file is written
+(the first close would fail otherwise):
+
+  $ SLOWCLOSE_FAIL_MATCH=f0000 slow hg debugprobeclose elsewhere -T '{files'
+  hg: parse error at 1: unterminated template expansion
+  ({files
+    ^ here)
+  [255]
+  $ ls elsewhere
 
 Interrupted half-way (Ctrl-C while closes take 10 ms each): the files are
 removed too:

@@ -45,6 +45,15 @@ files are on the server's side:
   >   --config worker.backgroundclosereport=yes > v3.out
   $ grep -c '^stream apply (v3)' v3.out
   1
+
+Opening a file there waits on a round trip, so each apply went to writer
+threads (worker.backgroundclosewrites is left unset: adaptive):
+
+  $ grep -c '^  writers: ' v1.out v2.out v3.out
+  v1.out:1
+  v2.out:1
+  v3.out:1
+
   $ for repo in v1 v2 v3; do
   >   hg -R mnt/$repo verify -q && echo "$repo verifies"
   >   diff <(hg -R src log -T '{node}\n') <(hg -R served/$repo log -T '{node}\n')

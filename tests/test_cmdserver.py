@@ -1,7 +1,8 @@
 # one command server, over a hundred commands: clones, unbundles, updates,
-# some failing on a close or interrupted; after each, nothing of the
-# extension is left in the process, and the next command behaves as in a
-# fresh one
+# probes, some failing on a close or interrupted in the middle of writing;
+# after each, nothing of the extension is left in the process, and the next
+# command behaves as in a fresh one
+import hashlib
 import json
 import os
 import shutil
@@ -49,18 +50,29 @@ class CommandServer:
             return channel, length
         return channel, self.proc.stdout.read(length)
 
-    def run(self, *args, interrupt_after=None):
-        """(exit code, stdout, stderr) of ``hg ARGS`` in the server"""
+    def run(self, *args, interrupt_when=None):
+        """(exit code, stdout, stderr) of ``hg ARGS`` in the server, and
+        whether it was sent SIGINT: once ``interrupt_when()`` is true (if
+        given), which it polls while the command runs"""
         data = b'\0'.join(a.encode() for a in args)
         self.proc.stdin.write(b'runcommand\n' + struct.pack('>I', len(data)))
         self.proc.stdin.write(data)
         self.proc.stdin.flush()
-        timer = None
-        if interrupt_after is not None:
-            timer = threading.Timer(
-                interrupt_after, self.proc.send_signal, (signal.SIGINT,)
-            )
-            timer.start()
+        done = threading.Event()
+        sent = []
+        poller = None
+        if interrupt_when is not None:
+
+            def poll():
+                while not done.is_set():
+                    if interrupt_when():
+                        self.proc.send_signal(signal.SIGINT)
+                        sent.append(True)
+                        return
+                    done.wait(0.001)
+
+            poller = threading.Thread(target=poll)
+            poller.start()
         out, err = [], []
         try:
             while True:
@@ -74,16 +86,21 @@ class CommandServer:
                     self.proc.stdin.flush()
                 elif channel == b'r':
                     code = struct.unpack('>i', payload)[0]
-                    return code, b''.join(out), b''.join(err)
+                    break
         finally:
-            if timer is not None:
-                timer.cancel()
+            # no signal may reach the next command: the poller is done
+            # before this returns (a signal sent once this one had finished
+            # reaches a server that ignores it while idle)
+            done.set()
+            if poller is not None:
+                poller.join()
+        return code, b''.join(out), b''.join(err), bool(sent)
 
     def leftovers(self, under):
         """what the extension could have left: threads, closers, wrapped
         seams, and the descriptors open on files below ``under`` (core
         itself keeps the pipes of an interrupted ssh peer open)"""
-        code, out, err = self.run('debugleftovers')
+        code, out, err, _sent = self.run('debugleftovers')
         assert code == 0, err
         state = json.loads(out)
         state['descriptors'] = [
@@ -92,8 +109,13 @@ class CommandServer:
         return state
 
     def close(self):
-        self.proc.stdin.close()
-        self.proc.wait(timeout=60)
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=60)
+        finally:
+            if self.proc.returncode is None:  # it did not exit: kill it
+                self.proc.kill()
+                self.proc.wait()
 
 
 def hg(env, cwd, *args):
@@ -133,9 +155,11 @@ def place(tmp_path):
            'zstd-v2', '%s.cg.hg' % repo)
         hg(env, tmp_path, '-R', repo, 'debugcreatestreamclonebundle',
            '%s.v1.hg' % repo)
-    # in the server only: slow closes (so that they go to threads) and
-    # failing ones for the poisoned file's revlog
-    env.update(LD_PRELOAD=SHIM, SLOWCLOSE_US='300',
+    (tmp_path / 'probed').mkdir()
+    # in the server only: slow closes (so that they go to threads, and so
+    # that an interrupt sent once a command began writing lands while it
+    # writes) and failing ones for the poisoned file's revlog
+    env.update(LD_PRELOAD=SHIM, SLOWCLOSE_US='10000',
                SLOWCLOSE_FAIL_MATCH=POISON)
     return tmp_path, env
 
@@ -174,7 +198,46 @@ def commands():
                  ['clone', '-U', '--stream', 'ssh://user@dummy/src',
                   dest + '-int'], 'interrupt'),
             ]
+        if i == 2:
+            plan += [
+                # with the report: core's util.makedirs is wrapped too
+                ('init', ['init', dest + '-report'], 0),
+                ('unbundle stream v2, with the report',
+                 ['-R', dest + '-report', '--config',
+                  'worker.backgroundclosereport=yes', 'unbundle',
+                  'src.v2.hg'], 0),
+                ('probe', ['debugprobeclose', 'probed'], 0),
+                ('interrupted probe', ['debugprobeclose', 'probed'],
+                 'interrupt'),
+            ]
     return plan
+
+
+def written(tmp_path, args):
+    """a function that is true once the command ``args`` began writing
+    the files it is interrupted in the middle of"""
+    if args[0] == 'debugprobeclose':
+        probed = tmp_path / args[1]
+        return lambda: any(probed.iterdir())
+    data = tmp_path / args[-1] / '.hg' / 'store' / 'data'
+    return data.exists
+
+
+def tree(top):
+    """every file below ``top``, relative, with a hash of its content (of
+    its sorted lines for the fncache: a set, written in the order of its
+    hashing, which differs from one process to the next)"""
+    found = {}
+    for root, _dirs, files in os.walk(top):
+        for name in files:
+            path = os.path.join(root, name)
+            relative = os.path.relpath(path, top)
+            with open(path, 'rb') as fp:
+                content = fp.read()
+            if relative == os.path.join('store', 'fncache'):
+                content = b''.join(sorted(content.splitlines(True)))
+            found[relative] = hashlib.sha256(content).hexdigest()
+    return found
 
 
 def test_a_hundred_commands_leave_nothing_behind(place):
@@ -189,34 +252,49 @@ def test_a_hundred_commands_leave_nothing_behind(place):
         assert baseline['descriptors'] == []
         plan = commands()
         assert len(plan) >= 100
+        interrupted = 0
         for number, (what, args, expected) in enumerate(plan):
             if expected == 'interrupt':
-                code, out, err = server.run(*args, interrupt_after=0.3)
-                # interrupted, or done before the signal came
-                assert code in (0, 255), (what, code, err)
+                code, out, err, sent = server.run(
+                    *args, interrupt_when=written(tmp_path, args)
+                )
+                assert sent, (number, what, code, err)
+                assert b'Traceback' not in err, err
+                # interrupted while it writes: each close takes 10 ms, so
+                # the command goes on for a good while after it began
+                # writing, unless this process was held up meanwhile
+                assert code in (0, 255), (number, what, code, err)
                 if code == 255:
+                    interrupted += 1
                     assert b'interrupted!' in err, err
-                    assert not os.path.exists(tmp_path / args[-1]), what
+                    if args[0] == 'debugprobeclose':
+                        assert not list((tmp_path / args[1]).iterdir())
+                    else:
+                        assert not os.path.exists(tmp_path / args[-1]), what
             else:
-                code, out, err = server.run(*args)
+                code, out, err, _sent = server.run(*args)
                 assert code == expected, (number, what, code, err)
                 assert b'Traceback' not in err, err
                 if expected == 255:
                     assert b'abort: error closing' in err, err
             state = server.leftovers(tmp_path)
             assert state == baseline, (number, what, state)
-        # the next command behaves as in a fresh process: the clones verify
-        # and hold what a clone in a fresh process holds
+        # most interrupts, if not all, landed while the command wrote
+        assert interrupted >= 1
+        # the next command behaves as in a fresh process: the clones verify,
+        # and the last one, made after failures and interrupts, holds what a
+        # clone made by a fresh process holds, file for file
         for i in range(12):
-            code, out, err = server.run('-R', 'd%d-clone' % i, 'verify', '-q')
+            code, out, err, _sent = server.run(
+                '-R', 'd%d-clone' % i, 'verify', '-q')
             assert code == 0, err
-        fresh = subprocess.run(
+        subprocess.run(
             [HG, 'clone', '-U', '--stream', 'ssh://user@dummy/src', 'fresh'],
             cwd=tmp_path, env=env, check=True, stdout=subprocess.DEVNULL,
         )
-        assert fresh.returncode == 0
-        ours = sorted(os.listdir(tmp_path / 'd0-clone' / '.hg' / 'store'))
-        theirs = sorted(os.listdir(tmp_path / 'fresh' / '.hg' / 'store'))
+        ours = tree(tmp_path / 'd11-clone' / '.hg')
+        theirs = tree(tmp_path / 'fresh' / '.hg')
+        assert len(ours) > 60
         assert ours == theirs
     finally:
         server.close()

@@ -77,7 +77,9 @@ clone --stream, stream bundles, clone bundles  v1, v2, v3   C threads
 pull, unbundle, clone, a push over ssh         changegroup  C threads
 a push received by hg serve over http          changegroup  inline (core)
 update, pull -u, the update after clone        files        C threads
-everything else (commit, rebase, ...)          -            core's closes
+updates by rebase, strip, histedit             files        C threads
+bundles re-applied by strip, rebase, histedit  changegroup  C threads
+everything else (commit, ...)                  -            core's closes
 =============================================  ===========  ==============
 
 Enable it with::
@@ -105,8 +107,9 @@ core's output unless asked.
 Does my file system need it?
 ----------------------------
 
-:hg:`debugprobeclose` writes a few hundred store-like files next to the
-repository's store (or in the directory given), times mkdir, open, write,
+:hg:`debugprobeclose` writes a few hundred store-like files in the
+directory that holds the repository's store (for a share, that of the
+repository it shares; or in the directory given), times mkdir, open, write,
 close, and fsync followed by close, removes them again (also after an error
 or an interrupt), and tells what the closer would do there with the current
 settings: close inline, or on how many background threads, and how much
@@ -165,6 +168,17 @@ The extension adds:
   on a free-threaded Python (the C part refuses to load there), or with
   ``false``, Python threads close them. (default: true)
 
+``backgroundclosewrites``
+  Write whole files on writer threads during a stream apply (every stream
+  format), not only close them there.  Left unset, the extension times a
+  few opens and starts writers when opening a file, with its directories,
+  waits on the file system (a network file system: sshfs, NFS) for 100
+  microseconds or more on average; an open that only waited for a busy
+  CPU does not count.  The data of files not written yet is held in
+  memory, 32 MB at most; a file that does not fit is written by the
+  reading thread.  ``true`` uses writers from the first file, ``false``
+  never.
+
 ``backgroundclosereport``
   Print the timing report after every stream apply: ``true`` for the table,
   ``json`` for JSON, ``false`` (or unset) for never.
@@ -213,6 +227,7 @@ configitem(b'worker', b'backgroundclosemaxthreadcount', default=64)
 configitem(b'worker', b'backgroundclosethreshold', default=30)
 configitem(b'worker', b'backgroundclosereport', default=None)
 configitem(b'worker', b'backgroundclosenative', default=True)
+configitem(b'worker', b'backgroundclosewrites', default=None)
 
 
 @command(
@@ -225,8 +240,9 @@ configitem(b'worker', b'backgroundclosenative', default=True)
 def debugprobeclose(ui, repo, dest=None, **opts):
     """time closing files here, and tell what the closer would do
 
-    Writes a few hundred store-like files next to the repository's store,
-    or in DIR, times them, and removes them again.  See :hg:`help -e
+    Writes a few hundred store-like files in the directory that holds the
+    repository's store (for a share, that of the repository it shares), or
+    in DIR, times them, and removes them again.  See :hg:`help -e
     backgroundclose`.
     """
     probe.run(ui, repo, dest, pycompat.byteskwargs(opts))

@@ -144,6 +144,15 @@ class FileError(Exception):
         return 'error %s %s: %s' % (self.action, self.name, self.reason)
 
 
+def _file_error(name, exc):
+    """the FileError for a failed close of ``name``; a file object whose
+    close() writes the file (deferredwrite.FileWrite) raises its own,
+    which says what failed"""
+    if isinstance(exc, FileError):
+        return exc
+    return FileError(name, exc)
+
+
 class OpStat:
     """count, total and maximum duration of one kind of operation, and the
     bytes it moved (for writes)"""
@@ -469,6 +478,8 @@ class Closer:
             self._untimedcount += 1
             try:
                 self._closefn(target)
+            except FileError:
+                raise  # a FileWrite's own, which says what failed
             except Exception as exc:
                 raise FileError(name, exc) from exc
         else:
@@ -528,9 +539,14 @@ class Closer:
                             self._forget_name_locked(name)
                         raise
             except BaseException:
-                # interrupted while queueing: the file is still ours
+                # interrupted while queueing: the file is still ours.  One
+                # whose close would write it (deferredwrite.FileWrite) is
+                # dropped: nothing is written after an interrupt
                 if not handed and not probing:
-                    close_quietly(target, self._closefn)
+                    if type(target) is int or not hasattr(target, 'discard'):
+                        close_quietly(target, self._closefn)
+                    else:
+                        target.discard()
                 raise
             if handed:
                 self._book.mine()['close'].add(clock() - start)
@@ -557,6 +573,8 @@ class Closer:
             self._closefn(target)
         except Exception as exc:
             stat.add(clock() - start)
+            if isinstance(exc, FileError):
+                raise  # a FileWrite's own, which says what failed
             raise FileError(name, exc) from exc
         end = clock()
         duration = end - closestart
@@ -764,7 +782,7 @@ class Closer:
                 try:
                     closefn(target)
                 except BaseException as exc:  # re-raised on the owner
-                    error = FileError(name, exc)
+                    error = _file_error(name, exc)
                 duration = clock() - start
                 stat.add(duration)
                 lock.acquire()
@@ -881,7 +899,7 @@ class Closer:
             return bool(self._latesttokens) and lane.pending > 0
         return bool(self._queuednames)
 
-    def finish(self, failing=False):
+    def finish(self, failing=False, on_interrupt=None, interrupted=False):
         """the one way to finish: close everything handed over, join every
         thread, then, unless ``failing``, raise the first failure not
         raised yet (a FileError naming the file)
@@ -893,11 +911,16 @@ class Closer:
         then (a hard-mounted NFS server gone away) are left to their
         threads, which alone close those files, whenever their closes
         return.  Files submitted later are closed inline; calling it again
-        only raises what failed since.
+        only raises what failed since.  ``on_interrupt`` is called at the
+        first interrupt it absorbs (a closer whose closes write files is
+        told to write no more).  ``interrupted``: an interrupt was caught
+        elsewhere already (finishing another closer): bounded too.
         """
         interrupted = None
         deadline = None
-        if isinstance(sys.exc_info()[1], (KeyboardInterrupt, SystemExit)):
+        if interrupted or isinstance(
+            sys.exc_info()[1], (KeyboardInterrupt, SystemExit)
+        ):
             # finishing because of an interrupt caught elsewhere (a
             # submitter waiting for room in a full queue): bounded too
             deadline = time.monotonic() + self.GRACE
@@ -912,6 +935,8 @@ class Closer:
                 if interrupted is None:
                     interrupted = exc
                     deadline = time.monotonic() + self.GRACE
+                    if on_interrupt is not None:
+                        on_interrupt()
         self._collect_lane_failures()
         if interrupted is not None:
             raise interrupted

@@ -22,6 +22,7 @@ the audit would refuse to write.
 """
 
 import os
+import threading
 
 from mercurial import util
 
@@ -44,6 +45,9 @@ class Directories:
         self._timed = timed
         self.created = 0  # directories made
         self.existing = 0  # mkdir calls that found one already there
+        # writer threads prepare directories too (deferredwrite.py): the
+        # sets and counts change under this lock, never a mkdir
+        self._lock = threading.Lock()
 
     def known(self, root, dirname):
         """whether ``dirname`` (relative to ``root``) is known to exist"""
@@ -52,48 +56,59 @@ class Directories:
 
     def forget(self, root, dirname):
         """``dirname`` was removed meanwhile: make it again when needed"""
-        known = self._known.get(root)
-        if known is not None:
-            known.discard(dirname)
+        with self._lock:
+            known = self._known.get(root)
+            if known is not None:
+                known.discard(dirname)
 
     def prepare(self, root, dirname, createmode=None, notindexed=False):
         """make ``dirname`` (relative to ``root``, the parent of a path
         audited already) and the parents it lacks, with ``createmode`` as
-        util.makedirs does"""
-        known = self._known.get(root)
-        if known is None:
-            known = self._known[root] = set()
-        missing = []
-        while dirname and dirname not in known:
-            missing.append(dirname)
-            dirname = dirname.rpartition(b'/')[0]
-        if len(known) + len(missing) > self.MOST:
-            known.clear()
+        util.makedirs does.  Threads may prepare at once: two that make the
+        same directory find it made by the other, which is no error."""
+        with self._lock:
+            known = self._known.get(root)
+            if known is None:
+                known = self._known[root] = set()
+            missing = []
+            while dirname and dirname not in known:
+                missing.append(dirname)
+                dirname = dirname.rpartition(b'/')[0]
+            if len(known) + len(missing) > self.MOST:
+                known.clear()
         for dirname in reversed(missing):
             self._make(os.path.join(root, dirname), createmode, notindexed)
-            known.add(dirname)
+            # known only once made: another thread that finds it known
+            # opens below it at once
+            with self._lock:
+                known.add(dirname)
 
     def _make(self, name, createmode, notindexed):
         clock = util.timer if self._timed else _no_clock
         start = clock()
+        made = existing = False
         try:
             try:
                 util.makedir(name, notindexed)
             except FileExistsError:
                 # the open that follows finds out if it is no directory
-                self.existing += 1
+                existing = True
                 return
             except FileNotFoundError:
                 # the root itself is missing: core's way, which makes every
                 # parent
                 util.makedirs(name, createmode, notindexed)
-                self.created += 1
+                made = True
                 return
-            self.created += 1
+            made = True
             if createmode is not None:
                 os.chmod(name, createmode)
         finally:
-            self.stat.add(clock() - start)
+            duration = clock() - start
+            with self._lock:
+                self.stat.add(duration)
+                self.created += made
+                self.existing += existing
 
 
 def _no_clock():

@@ -8,23 +8,34 @@
 
 The probe writes ``FILES`` files in nested directories, with sizes spread
 like a store's revlogs, in a temporary directory it removes again whatever
-happens (an error, Ctrl-C).  It times each mkdir, open, write and close,
-then fsync and close for a few more files, and the CPU time of each close
-on the closing thread: an antivirus scan burns CPU on close, a network
-round trip or a device flush does not.
+happens (an error, Ctrl-C): by default in the directory that holds the
+repository's store (``.hg``, or for a share the ``.hg`` of the repository
+it shares).  It times each mkdir, open, write and close, then fsync and
+close for a few more files, and the CPU time of each close on the closing
+thread: an antivirus scan burns CPU on close, a network round trip or a
+device flush does not.
 
 The closes are then fed, in order, to the same ``Policy`` the closer uses
-(policy.py) with the user's settings, which decides as it would during an
-apply: inline or background, and how many threads.  The time saved per
-100,000 files follows from a simple model: a file costs its write time
-plus its close time when closed inline; handed over, the writer only waits
-when the threads fall behind, which is the close time divided by the
-threads (by the cores when closes burn CPU).  The hand-over itself is not
-counted, so the figure is an upper bound.
+(policy.py) with the user's settings, as the closer would feed them: a
+close is timed in CPU time only where the closer would time it (never
+under a forced policy), and once closing went to the background only the
+closer's inline probes are learnt from.  The policy decides as it would
+during an apply: inline or background, and how many threads.
+
+The time saved per 100,000 files follows from a simple model.  Closed
+inline, a file costs the writer ``write + close`` (``write``: its mkdir,
+open and write).  Handed over to ``threads`` threads, it costs the writer
+``max(write, close / threads)``: the writer waits when the threads fall
+behind; and when closes burn CPU, at least ``(write + close) / cores``,
+as the writer and the threads then take turns at the same cores.  The
+saving is the difference.  The hand-over itself is not counted (on Python
+threads, the GIL taken back after each close), so the figure is an upper
+bound.
 """
 
 import os
 import shutil
+import sys
 import tempfile
 import time
 
@@ -58,6 +69,11 @@ _LABELS = {
     'close-fsynced': _(b'close after fsync'),
 }
 
+# what the closes measured are: ``kind()``
+CHEAP = 'cheap'
+BURNING = 'burning'
+WAITING = 'waiting'
+
 
 def _shape(count):
     """(relative path, size) of ``count`` files: two levels of directories,
@@ -73,7 +89,6 @@ class Probe:
 
     def __init__(self):
         self.ops = {name: closermod.OpStat() for name in _OPERATIONS}
-        self.closecpu = 0.0  # CPU time of the timed closes
         self.closes = []  # (wall, cpu) of each close, in order
 
     def write_files(self, workdir, count, fsync, clock=util.timer):
@@ -86,13 +101,23 @@ class Probe:
             parent = os.path.dirname(name)
             if parent not in made:
                 start = clock()
-                os.makedirs(parent, exist_ok=True)
+                try:
+                    os.makedirs(parent, exist_ok=True)
+                except OSError as exc:
+                    # making a file's directories is part of opening it
+                    raise closermod.FileError(name, exc, 'opening') from exc
                 ops['mkdir'].add(clock() - start)
                 made.add(parent)
             data = b'\0' * size
-            start = clock()
-            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+            fd = -1
             try:
+                start = clock()
+                try:
+                    fd = os.open(
+                        name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666
+                    )
+                except OSError as exc:
+                    raise closermod.FileError(name, exc, 'opening') from exc
                 ops['open'].add(clock() - start)
                 start = clock()
                 written = 0
@@ -103,9 +128,14 @@ class Probe:
                     start = clock()
                     os.fsync(fd)
                     ops['fsync'].add(clock() - start)
-            except OSError as exc:
-                closermod.close_quietly(fd)
-                raise closermod.FileError(name, exc, 'writing') from exc
+            except BaseException as exc:
+                # also Ctrl-C: in a command server or chg the process
+                # lives on, and the descriptor would stay open in it
+                if fd >= 0:
+                    closermod.close_quietly(fd)
+                if isinstance(exc, OSError):
+                    raise closermod.FileError(name, exc, 'writing') from exc
+                raise
             cpustart = time.thread_time()
             start = clock()
             try:
@@ -118,6 +148,11 @@ class Probe:
             if not fsync:
                 self.closes.append((wall, cpu))
 
+    @property
+    def files(self):
+        """how many files were written (and closed)"""
+        return self.ops['open'].count
+
     def writer_time(self):
         """the writer's own time per file: mkdir, open and write"""
         ops = self.ops
@@ -126,20 +161,62 @@ class Probe:
             ops['mkdir'].seconds + ops['open'].seconds + ops['write'].seconds
         ) / files
 
+    def cpushare(self):
+        """the share of the closes' time that was the closing thread's CPU
+        time, over all the closes timed (a close of a microsecond measures
+        above 100%: the CPU clock's own cost and granularity)"""
+        wall = sum(w for w, _c in self.closes)
+        if wall <= 0:
+            return 0.0
+        return min(1.0, sum(c for _w, c in self.closes) / wall)
+
+    def cpupercent(self):
+        """cpushare() as a whole percentage, rounded down: what is printed,
+        and what tells burning closes from waiting ones"""
+        return int(self.cpushare() * 100)
+
+    def kind(self, threshold):
+        """CHEAP (closes of ``threshold`` seconds or less on average: their
+        CPU share is mostly the clock's), BURNING (half of their time or
+        more on the CPU, as Policy.burning) or WAITING"""
+        if self.ops['close'].mean <= threshold:
+            return CHEAP
+        return BURNING if self.cpupercent() >= 50 else WAITING
+
     def decide(self, options):
-        """what the closer would do here: (policy, threads)"""
+        """what the closer would do here: (policy, threads)
+
+        The closes are given to the policy as the closer gives them
+        (closer.py, ``_submit`` and ``_close_inline``): a close is timed in
+        CPU time where ``wants_cpu_time`` says so; once closing went to the
+        background, a file is handed over (counted) unless the policy takes
+        it for a probe, closed inline and learnt from.
+        """
         options = dict(options)
         options.pop('maxqueue', None)  # the closer's, not the policy's
         options['expectedcount'] = ESTIMATE_FILES
+        # the probe reads no sizing window: no clock needed
+        options.setdefault('clock', lambda: 0.0)
         policy = policymod.Policy(**options)
         adaptive = policy.policy == policymod.ADAPTIVE
         for wall, cpu in self.closes:
-            policy.learn_cpu(wall, cpu)
-            if adaptive and policy.learn_inline(wall):
+            probing = False
+            if policy.background:
+                probing = policy.take_probe()
+                if not probing:
+                    policy.account()  # handed over: nothing learnt
+                    continue
+            if policy.wants_cpu_time(probing):
+                policy.learn_cpu(wall, cpu)
+            if probing:
+                policy.learn_probe(wall)
+            elif adaptive and policy.learn_inline(wall):
                 policy.switch_to_background(wall)
         threads = 0
         if policy.background:
-            if not adaptive:  # forced: size the pool for what was measured
+            if not adaptive:
+                # forced: the closer grows its pool while the queue backs
+                # up, to about what the measured latency needs
                 policy.latency = self.ops['close'].mean
             needed = policy.threads_needed(
                 self.writer_time(), running=0, backlog=False
@@ -148,110 +225,159 @@ class Probe:
         return policy, threads
 
     def saved(self, policy, threads):
-        """seconds saved per ESTIMATE_FILES files, at most"""
+        """seconds saved per ESTIMATE_FILES files, at most (see the module
+        doc)"""
         if not threads:
             return 0.0
         writer = self.writer_time()
         close = self.ops['close'].mean
         inline = writer + close
-        if policy.burning:
-            handed = max(writer, inline / policy.cores)
-        else:
-            handed = max(writer, close / threads)
+        handed = max(writer, close / threads)
+        if self.kind(policy.threshold) == BURNING:
+            handed = max(handed, inline / policy.cores)
         return max(0.0, inline - handed) * ESTIMATE_FILES
+
+
+def _where(repo, dest):
+    """the directory to probe in"""
+    if dest:
+        parent = util.expandpath(dest)
+        if not os.path.isdir(parent):
+            raise error.Abort(_(b'%s is not a directory') % dest)
+        return parent
+    if repo is not None:
+        # where the store lives: .hg, or for a share the .hg it shares
+        return repo.sharedpath
+    return b'.'
 
 
 def run(ui, repo, dest, opts):
     """the command: probe ``dest`` (or next to ``repo``'s store, or the
     current directory) and print what the closer would do there"""
     settings.validate(ui)
-    if dest:
-        parent = util.expandpath(dest)
-        if not os.path.isdir(parent):
-            raise error.Abort(_(b'%s is not a directory') % dest)
-    elif repo is not None:
-        parent = repo.vfs.join(b'')
-    else:
-        parent = b'.'
-    try:
-        workdir = tempfile.mkdtemp(prefix=b'hg-probeclose-', dir=parent)
-    except OSError as exc:
-        raise error.Abort(
-            _(b'cannot write in %s: %s')
-            % (parent, stringutil.forcebytestr(exc.strerror or exc))
-        )
-    probe = Probe()
-    try:
-        probe.write_files(workdir, FILES, fsync=False)
-        probe.write_files(workdir, FSYNC_FILES, fsync=True)
-    except closermod.FileError as exc:
-        raise messages.file_abort(exc, exc.name)
-    finally:
-        # even when interrupted: a second Ctrl-C here is left to Python
-        shutil.rmtree(workdir, ignore_errors=True)
-    policy, threads = probe.decide(settings.closer_options(ui))
-    saved = probe.saved(policy, threads)
-    _show(ui, opts, parent, probe, policy, threads, saved)
-
-
-def _show(ui, opts, parent, probe, policy, threads, saved):
-    ops = probe.ops
-    closes = probe.closes
-    wall = sum(w for w, _c in closes)
-    # a close of a microsecond measures above 100%: the CPU clock's own
-    # cost and granularity
-    cpushare = min(1.0, sum(c for _w, c in closes) / wall) if wall > 0 else 0.0
+    options = settings.closer_options(ui)
+    native = closermod.native_available() and settings.native(ui)
+    parent = _where(repo, dest)
     with ui.formatter(b'debugprobeclose', opts) as fm:
-        fm.startitem()
-        fm.data(
-            directory=parent,
-            files=FILES,
-            ops={
-                name.encode('ascii'): {
-                    b'count': stat.count,
-                    b'seconds': stat.seconds,
-                    b'mean': stat.mean,
-                    b'max': stat.max,
-                }
-                for name, stat in ops.items()
-            },
-            cpushare=cpushare,
-            # only said of closes worth threads: a cheap close's CPU share
-            # is mostly the clock's
-            burning=bool(threads) and policy.burning,
-            mode=policy.mode.encode('ascii'),
-            threads=threads,
-            saved=saved,
-            estimatefiles=ESTIMATE_FILES,
-        )
-        if not fm.isplain():
-            return
-        ui.write(
-            _(b'probed %s: %d files written, closed and removed\n')
-            % (parent, FILES + FSYNC_FILES)
-        )
-        reportmod.write_optable(
-            ui, [(_LABELS[name], ops[name]) for name in _OPERATIONS]
-        )
-        if not threads:
-            kind = _(b'cheap')
-        elif policy.burning:
-            kind = _(b'burning: a scan on close')
+        # a template that does not parse aborts here, before any file is
+        # written
+        fm.datahint()
+        try:
+            workdir = tempfile.mkdtemp(prefix=b'hg-probeclose-', dir=parent)
+        except OSError as exc:
+            raise error.Abort(
+                _(b'cannot write in %s: %s')
+                % (parent, stringutil.forcebytestr(exc.strerror or exc))
+            )
+        probe = Probe()
+        try:
+            probe.write_files(workdir, FILES, fsync=False)
+            probe.write_files(workdir, FSYNC_FILES, fsync=True)
+        except closermod.FileError as exc:
+            raise messages.file_abort(exc, exc.name)
+        finally:
+            # even when interrupted: a second Ctrl-C here is left to Python
+            shutil.rmtree(workdir, ignore_errors=True)
+            removed = not os.path.lexists(workdir)
+            if not removed:
+                ui.warn(
+                    _(b'warning: could not remove %s, remove it by hand\n')
+                    % workdir
+                )
+        policy, threads = probe.decide(options)
+        saved = probe.saved(policy, threads)
+        _show(ui, fm, parent, probe, policy, threads, saved, native, removed)
+
+
+def _gil():
+    """whether Python threads take turns at a global interpreter lock"""
+    isenabled = getattr(sys, '_is_gil_enabled', None)
+    return isenabled is None or isenabled()
+
+
+def _show(ui, fm, parent, probe, policy, threads, saved, native, removed):
+    ops = probe.ops
+    kind = probe.kind(policy.threshold)
+    fm.startitem()
+    fm.data(
+        directory=parent,
+        files=probe.files,
+        removed=removed,
+        ops={
+            name.encode('ascii'): {
+                b'count': stat.count,
+                b'seconds': stat.seconds,
+                b'mean': stat.mean,
+                b'max': stat.max,
+            }
+            for name, stat in ops.items()
+        },
+        cpushare=probe.cpushare(),
+        cpupercent=probe.cpupercent(),
+        kind=kind.encode('ascii'),
+        burning=kind == BURNING,
+        requested=policy.requested.encode('ascii'),
+        reason=(
+            None if policy.reason is None else policy.reason.encode('ascii')
+        ),
+        mode=policy.mode.encode('ascii'),
+        threads=threads,
+        native=native,
+        saved=saved,
+        estimatefiles=ESTIMATE_FILES,
+    )
+    if not fm.isplain():
+        return
+    if removed:
+        line = _(b'probed %s: %d files written, closed and removed\n')
+    else:
+        line = _(b'probed %s: %d files written and closed\n')
+    ui.write(line % (parent, probe.files))
+    reportmod.write_optable(
+        ui, [(_LABELS[name], ops[name]) for name in _OPERATIONS]
+    )
+    label = {
+        CHEAP: _(b'cheap'),
+        BURNING: _(b'burning: a scan on close'),
+        WAITING: _(b'waiting: a flush or a round trip'),
+    }[kind]
+    ui.write(
+        _(b'closes: %s on average, %d%% of it on the CPU (%s)\n')
+        % (util.timecount(ops['close'].mean), probe.cpupercent(), label)
+    )
+    asked = {
+        policymod.ADAPTIVE: _(b'adaptive (worker.backgroundclose unset)'),
+        policymod.BACKGROUND: _(b'background (worker.backgroundclose=true)'),
+        policymod.INLINE: _(b'inline (worker.backgroundclose=false)'),
+    }[policy.requested]
+    ui.write(_(b'policy asked for: %s\n') % asked)
+    if threads:
+        if native:
+            pool = _(b'C threads')
         else:
-            kind = _(b'waiting: a flush or a round trip')
+            pool = _(b'Python threads')
         ui.write(
-            _(b'closes: %s on average, %d%% of it on the CPU (%s)\n')
-            % (util.timecount(ops['close'].mean), round(cpushare * 100), kind)
+            _(b'decision: close on %d background threads (%s)\n')
+            % (threads, pool)
         )
-        if threads:
+        ui.write(
+            _(b'time saved per %d files: up to %s\n')
+            % (ESTIMATE_FILES, util.timecount(saved))
+        )
+        if not native and _gil():
             ui.write(
-                _(b'decision: close on %d background threads\n') % threads
+                _(
+                    b'note: a Python thread takes the GIL back after each '
+                    b'close, which the estimate leaves out: the saving is '
+                    b'smaller\n'
+                )
             )
-            ui.write(
-                _(b'time saved per %d files: up to %s\n')
-                % (ESTIMATE_FILES, util.timecount(saved))
-            )
-        else:
-            ui.write(
-                _(b'decision: close inline, closes here are cheap\n')
-            )
+    elif policy.reason is not None:
+        ui.write(
+            _(b'decision: close inline: %s\n')
+            % policy.reason.encode('ascii')
+        )
+    elif policy.requested == policymod.INLINE:
+        ui.write(_(b'decision: close inline, as asked\n'))
+    else:
+        ui.write(_(b'decision: close inline, closes here are cheap\n'))

@@ -19,11 +19,14 @@ from mercurial import util
 # operations timed by the stream wrappers, in table order
 OPERATIONS = ('open', 'write', 'mkdir')
 CLOSE_OPERATIONS = ('close', 'close-background')
+# files written whole by writer threads (deferredwrite.py): closed there
+WRITER_OPERATIONS = ('close-written',)
 
 _LABELS = {
     'open': _(b'open'),
     'write': _(b'write'),
     'mkdir': _(b'mkdir'),
+    'close-written': _(b'close (writers)'),
     'close': _(b'close (waited)'),
     'close-background': _(b'close (threads)'),
 }
@@ -36,14 +39,15 @@ class ApplyReport:
         self.format = fmt  # b'v1', b'v2' or b'v3'
         self.seconds = seconds
         self.ops = ops  # name -> closer.OpStat
-        self.files = ops['close'].count
+        # closed by the closer, or by the writer threads that wrote them
+        self.files = ops['close'].count + ops['close-written'].count
         self.bytes = ops['write'].bytes
         self.closer = closer  # bytes key -> value, see streamapply
 
     def todict(self):
         """the report as bytes-keyed data for a formatter"""
         ops = {}
-        for name in OPERATIONS + CLOSE_OPERATIONS:
+        for name in OPERATIONS + CLOSE_OPERATIONS + WRITER_OPERATIONS:
             stat = self.ops[name]
             ops[name.encode('ascii')] = {
                 b'count': stat.count,
@@ -82,7 +86,9 @@ def write_text(ui, report):
         ui,
         [
             (_LABELS[name], report.ops[name])
-            for name in OPERATIONS + CLOSE_OPERATIONS
+            for name in OPERATIONS + CLOSE_OPERATIONS + WRITER_OPERATIONS
+            # the writers' row only where they ran
+            if name not in WRITER_OPERATIONS or report.ops[name].count
         ],
     )
     closer = report.closer
@@ -90,6 +96,15 @@ def write_text(ui, report):
         ui.write(
             _(b'  directories: %d made, %d found existing\n')
             % (closer[b'dirs-created'], closer[b'dirs-existing'])
+        )
+    if closer.get(b'writers'):
+        ui.write(
+            _(b'  writers: %d threads wrote %d files whole (at most %s held)\n')
+            % (
+                closer[b'writers'],
+                closer[b'written-by-writers'],
+                util.bytecount(closer[b'peak-held']),
+            )
         )
     mode = closer[b'mode']
     if closer[b'reason']:

@@ -82,6 +82,17 @@ def closer_options(ui):
     }
 
 
+def writes(ui):
+    """what ``worker.backgroundclosewrites`` asks for: unset, writer
+    threads when opens are measured to wait (adaptive); true, always;
+    false, never"""
+    if ui.config(SECTION, b'backgroundclosewrites') is None:
+        return closermod.ADAPTIVE
+    if _read(ui.configbool, b'backgroundclosewrites'):
+        return closermod.BACKGROUND
+    return closermod.INLINE
+
+
 def native(ui):
     """whether ``worker.backgroundclosenative`` lets descriptors be closed
     on the C lane's threads (where it is built)"""
@@ -113,6 +124,7 @@ def validate(ui):
     """check every setting now, so that a typo aborts before any write"""
     closer_options(ui)
     native(ui)
+    writes(ui)
     report(ui)
 
 

@@ -31,8 +31,10 @@ directory once already (``prepare_streamed_file``): there ``util.makedirs``
 is timed, while the report is shown.
 """
 
+import itertools
 import os
 import threading
+import time
 
 from mercurial.i18n import _
 from mercurial import (
@@ -45,10 +47,12 @@ from mercurial.utils import stringutil
 from . import (
     closer as closermod,
     compat,
+    deferredwrite,
     directories,
     handover,
     malformed,
     messages,
+    policy as policymod,
     report as reportmod,
     seams,
     settings,
@@ -61,6 +65,31 @@ _session = None
 # When a list, finished applies append their report here instead of
 # printing it (debugapplystreamclonebundle prints them itself).
 _collected = None
+
+# CPU time of the calling thread: an open that burns it is no wait
+_thread_time = time.thread_time
+
+def _blocked(since=None):
+    """the calling thread's voluntary context switches (it slept in the
+    kernel: a file system round trip), or with ``since``, whether it
+    slept since that count; None where the system does not tell (then
+    wall less CPU time stands for waiting).  A thread that only waited for
+    a core on a busy machine was switched out involuntarily: no wait of
+    the file system's."""
+    if _RUSAGE_THREAD is None:
+        return None
+    count = resource.getrusage(_RUSAGE_THREAD).ru_nvcsw
+    if since is None:
+        return count
+    return count > since
+
+
+try:
+    import resource
+
+    _RUSAGE_THREAD = getattr(resource, 'RUSAGE_THREAD', None)
+except ImportError:  # Windows
+    _RUSAGE_THREAD = None
 
 _OPEN_FLAGS = os.O_WRONLY | os.O_CREAT | getattr(os, 'O_BINARY', 0)
 
@@ -98,7 +127,22 @@ class ApplySession:
             **settings.closer_options(ui)
         )
         self.files = handover.OwnedFiles(self.closer)
-        self.book = closermod.StatsBook(reportmod.OPERATIONS)
+        # whole files written by writer threads where opens wait
+        # (deferredwrite.py): their closer, once started
+        self.writepolicy = policymod.WritePolicy(
+            settings.writes(ui),
+            sample=1 if self.timed else closermod.SAMPLE,
+        )
+        self.writers = None
+        self._writeroptions = settings.closer_options(ui)
+        self.budget = deferredwrite.WriteBudget()
+        self.cancelled = threading.Event()
+        # stream v2 on 7.x, writers running: path -> the directory its
+        # writer makes (see stream_directory)
+        self._streamdirs = {}
+        self.book = closermod.StatsBook(
+            reportmod.OPERATIONS + reportmod.WRITER_OPERATIONS
+        )
         # what the main thread wrote
         self.writes = self.book.mine()['write']
         self.directories = directories.Directories(self.timed)
@@ -214,6 +258,7 @@ class ApplySession:
         stats['mkdir'].merge(self.directories.stat)
         stats.update(self.closer.stats())
         closer = self.closer
+        writers = self.writers
         info = {
             b'policy': closer.requested.encode('ascii'),
             b'reason': (closer.reason or '').encode('ascii'),
@@ -224,6 +269,9 @@ class ApplySession:
             b'switches': closer.switches,
             b'dirs-created': self.directories.created,
             b'dirs-existing': self.directories.existing,
+            b'writers': writers.threadcount if writers is not None else 0,
+            b'written-by-writers': stats['close-written'].count,
+            b'peak-held': self.budget.peak,
         }
         result = reportmod.ApplyReport(
             self.format, util.timer() - self.start, stats, info
@@ -235,7 +283,115 @@ class ApplySession:
 
     def open(self, orig, vfs, path, mode, kwargs):
         """open a file the stream writes, through ``vfs`` (core's open,
-        ``orig``): a HandedOverFile whose writes are counted
+        ``orig``): a HandedOverFile whose writes are counted, or, once
+        writer threads write whole files, a DeferredFile"""
+        writepolicy = self.writepolicy
+        if writepolicy.deferring:
+            return self._defer(orig, vfs, path, mode, kwargs)
+        timing = writepolicy.time_next()
+        if timing is None:
+            return self._open_here(orig, vfs, path, mode, kwargs)
+        cpustart = blockstart = None
+        if timing == 'cpu':
+            cpustart, blockstart = _thread_time(), _blocked()
+        start = util.timer()
+        fp = self._open_here(orig, vfs, path, mode, kwargs)
+        wall = util.timer() - start
+        cpu = blocked = None
+        if cpustart is not None:
+            cpu = _thread_time() - cpustart
+            blocked = _blocked(blockstart)
+        if writepolicy.learn(wall, cpu, blocked):
+            self._start_writers()
+        return fp
+
+    def _start_writers(self):
+        """opens wait: whole files go to writer threads from now on"""
+        options = dict(self._writeroptions)
+        options.update(policy=closermod.BACKGROUND, minfilecount=0)
+        self.writers = closermod.Closer(
+            expectedcount=-1, native=False, **options
+        )
+        if not self.writers.decisions.background:
+            # no thread could be started: write here, as before, for good
+            self.writepolicy.deferring = False
+            self.writepolicy.mode = policymod.INLINE
+
+    def _defer(self, orig, vfs, path, mode, kwargs):
+        """a DeferredFile for ``path``, audited here and written whole by
+        a writer thread once core closes it"""
+        if self.writers is None:  # forced on (worker.backgroundclosewrites)
+            self._start_writers()
+            if not self.writepolicy.deferring:
+                return self._open_here(orig, vfs, path, mode, kwargs)
+        # a writer's failure stops the apply at the next file
+        self.writers.raise_failure()
+        if kwargs.get('auditpath', True):
+            compat.audit(vfs, path, mode)
+        name = vfs.join(path)
+        deferred = deferredwrite.DeferredFile(self, name, self.budget)
+        deferred.where = (orig, vfs, path, mode, kwargs)
+        return deferred
+
+    def open_now(self, deferred):
+        """a deferred file whose data does not fit the budget: open it on
+        this thread (audited already)"""
+        orig, vfs, path, mode, kwargs = deferred.where
+        return self._open_here(
+            orig, vfs, path, mode, dict(kwargs, auditpath=False)
+        )
+
+    def write_later(self, deferred, chunks, size):
+        """hand a deferred file, whole, to the writer threads"""
+        orig, vfs, path, mode, kwargs = deferred.where
+        dirname = path.rpartition(b'/')[0]
+        directories = self.directories
+        root = vfs.base
+        createmode = vfs.createmode
+        notindexed = kwargs.get('notindexed', False)
+        openkwargs = dict(kwargs, auditpath=False, makeparentdirs=False)
+
+        def prepare():
+            if not directories.known(root, dirname):
+                directories.prepare(root, dirname, createmode, notindexed)
+
+        def opener():
+            return orig(vfs, path, mode, **openkwargs)
+
+        write = deferredwrite.FileWrite(
+            deferred.name, prepare, opener, chunks, size, self.budget,
+            self.book, self.cancelled, self.timed,
+        )
+        self.writers.close(write, deferred.name)
+
+    def finish_closers(self, failing):
+        """finish the writers' closer, then the session's: both always;
+        then raise the first failure or interrupt"""
+        if failing:
+            self.cancelled.set()  # queued files: nothing more to write
+        first = None
+        for closer in (self.writers, self.closer):
+            if closer is None:
+                continue
+            try:
+                # an interrupt while writers finish: queued files are
+                # dropped, not written, and the next closer's wait bounded
+                closer.finish(
+                    failing,
+                    on_interrupt=self.cancelled.set,
+                    interrupted=isinstance(
+                        first, (KeyboardInterrupt, SystemExit)
+                    ),
+                )
+            except BaseException as exc:
+                if first is None:
+                    first = exc
+        if first is not None:
+            raise first
+
+    def _open_here(self, orig, vfs, path, mode, kwargs):
+        """open a file the stream writes on this thread: a HandedOverFile
+        whose writes are counted
 
         Its parent directories are made here (directories.py), each once:
         core's open is told not to."""
@@ -297,6 +453,72 @@ class ApplySession:
             table['open'].add(util.timer() - start)
         return fp, fd, table['write']
 
+    def stream_directory(self, vfs, path, known_directories):
+        """stream v2 from Mercurial 7.0 on, writers running: the parent
+        directory of ``path`` is made by whoever writes the file (a writer
+        thread), not by core on the reading thread.  Core is told it is
+        known; the file's writer is told what to make."""
+        if not self.writepolicy.deferring or self.writers is None:
+            return
+        real = vfs.join(path)
+        # recorded for every file: the writers of two files of one new
+        # directory may run in either order (one made by core before the
+        # writers started costs a mkdir that finds it)
+        dirname = os.path.normpath(os.path.dirname(real))
+        base = os.path.normpath(vfs.base)
+        if not dirname.startswith(base + b'/'):
+            return  # not below the vfs's base: left to core
+        # core's own spelling of it, which it looks up
+        known_directories.add(os.path.dirname(real))
+        self._streamdirs[real] = (
+            base,
+            dirname[len(base) + 1 :],
+            vfs.createmode,
+            True,  # core's notindexed on this path
+        )
+
+    def _write_streamed_later(self, path, mode, data, directory):
+        """hand a stream v2 file (Mercurial 7.0 on) to the writers: None,
+        or, if its data does not fit the budget, what is left to write
+        here (the data read so far first)"""
+        if self.writers is None:  # forced on (worker.backgroundclosewrites)
+            self._start_writers()
+            if not self.writepolicy.deferring:
+                return data
+        self.writers.raise_failure()
+        budget = self.budget
+        chunks = []
+        size = 0
+        for chunk in data:
+            if type(chunk) is not bytes:
+                chunk = bytes(chunk)  # core's buffer may be reused
+            if not budget.take(len(chunk)):
+                budget.give(size)
+                chunks.append(chunk)
+                return itertools.chain(chunks, data)
+            chunks.append(chunk)
+            size += len(chunk)
+        directories = self.directories
+
+        def prepare():
+            if directory is not None:
+                directories.prepare(*directory)
+
+        def opener():
+            fd = os.open(path, _OPEN_FLAGS, 0o777 if mode is None else mode)
+            try:
+                return os.fdopen(fd, 'wb')
+            except BaseException:
+                os.close(fd)
+                raise
+
+        write = deferredwrite.FileWrite(
+            path, prepare, opener, chunks, size, budget, self.book,
+            self.cancelled, self.timed,
+        )
+        self.writers.close(write, path)
+        return None
+
     def write_files(self, info):
         """write stream v2 files from (path, mode, chunks) like core's
         _write_files, handing each descriptor to the closer"""
@@ -310,6 +532,8 @@ class ApplySession:
         # a writer thread of a parallel apply keeps its failures for the
         # main thread, which raises them when it finishes the closer
         onmain = threading.current_thread() is threading.main_thread()
+        writepolicy = self.writepolicy
+        streamdirs = self._streamdirs
         for path, mode, data in info:
             if not onmain and closer.failed():
                 # the apply has failed: write nothing more, only keep the
@@ -317,6 +541,27 @@ class ApplySession:
                 for _chunk in data:
                     pass
                 continue
+            directory = streamdirs.pop(path, None)
+            if onmain and writepolicy.deferring:
+                data = self._write_streamed_later(path, mode, data, directory)
+                if data is None:
+                    continue  # handed to the writers
+            if directory is not None:
+                # left to us by prepare_streamed_file below
+                try:
+                    self.directories.prepare(*directory)
+                except OSError as exc:
+                    failure = closermod.FileError(path, exc, 'opening')
+                    if onmain:
+                        raise failure from exc
+                    closer.record(failure)
+                    for _chunk in data:  # keep the stream in step
+                        pass
+                    continue
+            timing = writepolicy.time_next() if onmain else None
+            cpustart = blockstart = None
+            if timing == 'cpu':
+                cpustart, blockstart = _thread_time(), _blocked()
             self._opening = path
             fd = None
             start = clock()
@@ -335,6 +580,13 @@ class ApplySession:
                 self._opening = None
                 if timed:
                     openstat.add(clock() - start)
+                if timing is not None:
+                    cpu = blocked = None
+                    if cpustart is not None:
+                        cpu = _thread_time() - cpustart
+                        blocked = _blocked(blockstart)
+                    if writepolicy.learn(clock() - start, cpu, blocked):
+                        self._start_writers()
                 for chunk in data:
                     if timed:
                         start = clock()
@@ -431,7 +683,7 @@ class SessionCloser:
         failing = exc_type is not None
         # every close done and every thread joined, even if interrupted
         # meanwhile; then the first failure, if any, is raised
-        self._session.closer.finish(failing)
+        self._session.finish_closers(failing)
         if failing:
             # take the files back now, inside the transaction, so that its
             # abort runs with the disk space they used
@@ -494,7 +746,7 @@ def _apply(session, orig, repo, fp, args, kwargs):
             failing = False
         finally:
             # done already where the consumer left backgroundclosing()
-            session.closer.finish(failing)
+            session.finish_closers(failing)
     except BaseException as exc:
         # every file handed over is closed now (finishing the closer
         # joined its threads): take back what the failed apply wrote
@@ -577,13 +829,15 @@ def prepare_streamed_file(orig, self, path, known_directories, **kwargs):
     reading at the first failure a writer thread recorded, instead of
     downloading the rest of the stream for nothing.  Core makes each
     directory once on this path (its known_directories), so its mkdir
-    calls are left as they are."""
+    calls are left as they are, unless writer threads write the files
+    (ApplySession.stream_directory)."""
     session = _session
     if (
         session is not None
         and threading.get_ident() == session.mainthread
     ):
         session.closer.raise_failure()
+        session.stream_directory(self, path, known_directories)
     return orig(self, path, known_directories, **kwargs)
 
 

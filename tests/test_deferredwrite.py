@@ -1,0 +1,343 @@
+# whole files written by writer threads (deferredwrite.py), and when a
+# stream apply starts them (policy.WritePolicy): no Mercurial repository,
+# no sleeps
+import os
+import threading
+
+import pytest
+
+from hgext3rd.backgroundclose import (
+    closer as closermod,
+    deferredwrite,
+    policy as policymod,
+)
+
+US = 1e-6
+
+
+# -- WritePolicy -------------------------------------------------------
+
+
+def drive(writepolicy, wall, cpu, opens):
+    """time ``opens`` opens the way the session does; True once writers
+    would start"""
+    for _ in range(opens):
+        how = writepolicy.time_next()
+        if how is None:
+            continue
+        if writepolicy.learn(wall, cpu if how == 'cpu' else None):
+            return True
+    return False
+
+
+def test_waiting_opens_start_writers_after_a_few():
+    wp = policymod.WritePolicy(threshold=100 * US, sample=8)
+    assert drive(wp, wall=1500 * US, cpu=40 * US, opens=12)
+    assert wp.deferring
+    assert wp.timed == policymod.WritePolicy.FIRST
+
+
+def test_cheap_opens_never_start_writers_and_are_sampled():
+    wp = policymod.WritePolicy(threshold=100 * US, sample=8)
+    timed = 0
+    for _ in range(800):
+        how = wp.time_next()
+        if how is not None:
+            timed += 1
+            assert how == 'wall'  # no CPU time asked of cheap opens
+            assert not wp.learn(15 * US)
+    assert not wp.deferring
+    assert timed == 100  # one in eight
+
+
+def test_burning_opens_are_no_wait():
+    # a scan on open: as slow as a network round trip, all of it CPU
+    wp = policymod.WritePolicy(threshold=100 * US, sample=8)
+    assert not drive(wp, wall=1500 * US, cpu=1450 * US, opens=2000)
+    assert not wp.deferring
+
+
+def test_one_preempted_open_does_not_start_writers():
+    wp = policymod.WritePolicy(threshold=100 * US, sample=8)
+    assert wp.time_next() == 'wall'
+    wp.learn(900 * US)
+    assert wp.time_next() == 'cpu'
+    assert not wp.learn(900 * US, 10 * US)  # preempted, or one slow mkdir
+    assert not drive(wp, wall=20 * US, cpu=15 * US, opens=2000)
+    assert not wp.deferring
+
+
+def test_a_slow_open_timed_by_wall_only_is_not_counted():
+    wp = policymod.WritePolicy(threshold=100 * US, sample=8)
+    assert wp.time_next() == 'wall'
+    assert not wp.learn(900 * US)
+    assert wp.timed == 0
+    # the next open is timed, in CPU time too
+    assert wp.time_next() == 'cpu'
+    assert not wp.learn(20 * US, 15 * US)  # cheap after all
+    # then one in eight again, in wall time alone (no system call)
+    timed = [wp.time_next() for _ in range(16)]
+    assert timed.count('wall') == 2 and timed.count(None) == 14
+
+
+def test_forced_modes():
+    on = policymod.WritePolicy(policymod.BACKGROUND)
+    assert on.deferring and on.time_next() is None
+    off = policymod.WritePolicy(policymod.INLINE)
+    assert not drive(off, wall=5000 * US, cpu=0, opens=100)
+    assert not off.deferring
+
+
+def test_unknown_mode_refused():
+    with pytest.raises(ValueError):
+        policymod.WritePolicy('sometimes')
+
+
+# -- WriteBudget -------------------------------------------------------
+
+
+def test_budget_bounds_what_is_held():
+    budget = deferredwrite.WriteBudget(most=100)
+    assert budget.take(60)
+    assert not budget.take(41)  # refused: nothing held for it
+    assert budget.held == 60
+    assert budget.take(40)
+    budget.give(60)
+    budget.give(40)
+    assert budget.held == 0
+    assert budget.peak == 100
+
+
+# -- DeferredFile ------------------------------------------------------
+
+
+class OpenNow:
+    """what the session opens on the reading thread"""
+
+    def __init__(self):
+        self.data = []
+        self.closed = False
+        self.exited = False
+
+    def write(self, data):
+        self.data.append(data)
+        return len(data)
+
+    def close(self):
+        self.closed = True
+
+    def __exit__(self, *exc):
+        self.exited = True
+
+
+class Session:
+    def __init__(self):
+        self.handed = []
+        self.opened = []
+
+    def write_later(self, deferred, chunks, size):
+        self.handed.append((deferred.name, chunks, size))
+
+    def open_now(self, deferred):
+        fp = OpenNow()
+        self.opened.append(fp)
+        return fp
+
+
+def test_data_held_until_close_hands_it_over():
+    session, budget = Session(), deferredwrite.WriteBudget(most=1000)
+    with deferredwrite.DeferredFile(session, b'/r/a', budget) as fp:
+        fp.write(b'abc')
+        fp.write(memoryview(b'de'))  # copied: core may reuse a buffer
+        assert budget.held == 5
+        assert session.handed == []
+    assert session.handed == [(b'/r/a', [b'abc', b'de'], 5)]
+    assert type(session.handed[0][1][1]) is bytes
+    # still held: the writer gives it back once written
+    assert budget.held == 5
+    fp.close()  # once only
+    assert len(session.handed) == 1
+
+
+def test_over_budget_opens_now_and_keeps_the_order():
+    session, budget = Session(), deferredwrite.WriteBudget(most=10)
+    fp = deferredwrite.DeferredFile(session, b'/r/big', budget)
+    fp.write(b'12345')
+    fp.write(b'678901')  # does not fit: opened here
+    fp.write(b'xyz')
+    fp.close()
+    assert session.handed == []
+    [now] = session.opened
+    assert now.data == [b'12345', b'678901', b'xyz']
+    assert now.closed
+    assert budget.held == 0
+
+
+def test_failing_with_block_writes_nothing():
+    session, budget = Session(), deferredwrite.WriteBudget(most=100)
+    with pytest.raises(KeyboardInterrupt):
+        with deferredwrite.DeferredFile(session, b'/r/a', budget) as fp:
+            fp.write(b'abc')
+            raise KeyboardInterrupt
+    assert session.handed == []
+    assert budget.held == 0
+
+
+def test_forgotten_file_gives_memory_back():
+    session, budget = Session(), deferredwrite.WriteBudget(most=100)
+    fp = deferredwrite.DeferredFile(session, b'/r/a', budget)
+    fp.write(b'abc')
+    del fp
+    assert budget.held == 0
+    assert session.handed == []
+
+
+# -- FileWrite ---------------------------------------------------------
+
+
+def file_write(tmp_path, chunks, opener=None, cancelled=None,
+               prepare=None):
+    name = bytes(tmp_path / 'sub' / 'f.i')
+    budget = deferredwrite.WriteBudget()
+    size = sum(len(c) for c in chunks)
+    assert budget.take(size)
+    made = []
+
+    def default_prepare():
+        os.makedirs(os.path.dirname(name), exist_ok=True)
+        made.append(True)
+
+    write = deferredwrite.FileWrite(
+        name,
+        prepare or default_prepare,
+        opener or (lambda: open(name, 'wb')),
+        list(chunks),
+        size,
+        budget,
+        closermod.StatsBook(('open', 'write', 'mkdir', 'close-written')),
+        cancelled or threading.Event(),
+        True,
+    )
+    return write, name, budget, made
+
+
+def test_written_whole_on_close(tmp_path):
+    write, name, budget, made = file_write(tmp_path, [b'ab', b'cd'])
+    write.close()
+    with open(name, 'rb') as fp:
+        assert fp.read() == b'abcd'
+    assert made == [True]
+    assert budget.held == 0
+    write.close()  # nothing twice
+    assert made == [True]
+
+
+def test_open_failure_names_the_file(tmp_path):
+    def refuse():
+        raise PermissionError(13, 'Permission denied')
+
+    write, name, budget, _made = file_write(tmp_path, [b'x'], opener=refuse)
+    with pytest.raises(closermod.FileError) as info:
+        write.close()
+    assert info.value.action == 'opening'
+    assert info.value.name == name
+    assert budget.held == 0
+
+
+def test_write_failure_closes_the_file(tmp_path):
+    opened = []
+
+    class Full:
+        closed = False
+
+        def write(self, data):
+            raise OSError(28, 'No space left on device')
+
+        def close(self):
+            self.closed = True
+
+    def opener():
+        opened.append(Full())
+        return opened[-1]
+
+    write, _name, budget, _made = file_write(tmp_path, [b'x'], opener=opener)
+    with pytest.raises(closermod.FileError) as info:
+        write.close()
+    assert info.value.action == 'writing'
+    assert opened[0].closed
+    assert budget.held == 0
+
+
+def test_cancelled_writes_nothing(tmp_path):
+    cancelled = threading.Event()
+    cancelled.set()
+    write, name, budget, made = file_write(
+        tmp_path, [b'x'], cancelled=cancelled)
+    write.close()
+    assert not os.path.exists(name)
+    assert budget.held == 0
+
+
+def test_cancelled_while_writing_takes_the_file_back(tmp_path):
+    cancelled = threading.Event()
+    name = bytes(tmp_path / 'sub' / 'f.i')
+
+    def opener():
+        fp = open(name, 'wb')
+        cancelled.set()  # the apply fails while this file is written
+        return fp
+
+    write, name, budget, _made = file_write(
+        tmp_path, [b'x'], opener=opener, cancelled=cancelled)
+    write.close()
+    assert not os.path.exists(name)
+    assert budget.held == 0
+
+
+def test_closer_keeps_a_file_write_error_as_it_is(tmp_path):
+    # on a writer thread, the closer must not wrap the FileWrite's own
+    # error (which says "opening") in one that says "closing"
+    def refuse():
+        raise PermissionError(13, 'Permission denied')
+
+    write, name, _budget, _made = file_write(tmp_path, [b'x'], opener=refuse)
+    closer = closermod.Closer(policy=closermod.BACKGROUND, threads=1,
+                              minfilecount=0)
+    closer.close(write, name)
+    with pytest.raises(closermod.FileError) as info:
+        closer.finish()
+    assert info.value.action == 'opening'
+
+
+def test_discarded_write_writes_nothing(tmp_path):
+    # what the closer does with a FileWrite it could not take (an
+    # interrupt while waiting for room): no file, the memory back
+    write, name, budget, made = file_write(tmp_path, [b'x'])
+    write.discard()
+    assert budget.held == 0
+    write.close()
+    assert not os.path.exists(name)
+    assert made == []
+
+
+def test_preempted_opens_on_a_busy_machine_are_no_wait():
+    # wall time far above CPU time, but the thread never slept in the
+    # kernel: it waited for a core (2 cores, a parallel test run)
+    wp = policymod.WritePolicy(threshold=100 * US, sample=8)
+    for _ in range(2000):
+        how = wp.time_next()
+        if how == 'cpu':
+            assert not wp.learn(1500 * US, 40 * US, blocked=False)
+        elif how == 'wall':
+            assert not wp.learn(1500 * US)
+    assert not wp.deferring
+    # the same opens, sleeping in the kernel (a round trip): writers
+    assert drive_blocked(wp)
+
+
+def drive_blocked(wp):
+    for _ in range(20):
+        how = wp.time_next()
+        if how is not None and wp.learn(1500 * US, 40 * US, blocked=True):
+            return True
+    return False
