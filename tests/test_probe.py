@@ -183,31 +183,41 @@ def open_descriptors():
     return set(os.listdir('/proc/self/fd'))
 
 
+class Interrupted(KeyboardInterrupt):
+    """a Ctrl-C raised by the probe's clock, told apart from a real one"""
+
+
+def interrupting_clock(at):
+    """a clock that raises at its ``at``-th reading: the probe reads it
+    around every step, between the open and the close too"""
+    readings = [0]
+
+    def clock():
+        readings[0] += 1
+        if readings[0] == at:
+            raise Interrupted
+        return readings[0] * 1e-6
+
+    return clock, readings
+
+
 @pytest.mark.skipif(not os.path.isdir('/proc/self/fd'), reason='needs /proc')
-def test_an_interrupt_while_writing_closes_the_descriptor(
-    tmp_path, monkeypatch
-):
-    realopen, realwrite = os.open, os.write
-    opened = []
-
-    def tracked_open(name, *args, **kwargs):
-        fd = realopen(name, *args, **kwargs)
-        opened.append(fd)
-        return fd
-
-    def interrupted_write(fd, data):
-        if fd in opened:
-            raise KeyboardInterrupt
-        return realwrite(fd, data)
-
+@pytest.mark.parametrize('fsync', [False, True], ids=['close', 'fsync'])
+def test_an_interrupt_at_any_step_leaves_no_descriptor_open(tmp_path, fsync):
+    # a command server or chg lives on after a Ctrl-C: whichever step of
+    # the first files it falls in, no descriptor of the probe stays open
+    files = 3
+    clock, readings = interrupting_clock(at=0)
+    probemod.Probe().write_files(bytes(tmp_path / 'all'), files, fsync, clock)
+    steps = readings[0]
+    assert steps >= files * (8 if fsync else 6)
     before = open_descriptors()
-    monkeypatch.setattr(os, 'open', tracked_open)
-    monkeypatch.setattr(os, 'write', interrupted_write)
-    with pytest.raises(KeyboardInterrupt):
-        probemod.Probe().write_files(bytes(tmp_path), 3, fsync=False)
-    monkeypatch.undo()
-    assert len(opened) == 1
-    assert open_descriptors() == before
+    for at in range(1, steps + 1):
+        clock, _readings = interrupting_clock(at)
+        workdir = bytes(tmp_path / ('%d' % at))
+        with pytest.raises(Interrupted):
+            probemod.Probe().write_files(workdir, files, fsync, clock)
+        assert open_descriptors() == before, at
 
 
 def test_a_directory_left_behind_is_said(tmp_path, monkeypatch):
@@ -226,7 +236,10 @@ def test_a_directory_left_behind_is_said(tmp_path, monkeypatch):
 def test_a_failed_open_or_mkdir_aborts_as_a_failed_write_does(
     tmp_path, monkeypatch, call
 ):
-    real = getattr(os, call)
+    # the probe opens through the closer's open_owned()
+    module = probemod.closermod if call == 'open' else os
+    attr = 'open_owned' if call == 'open' else call
+    real = getattr(module, attr)
 
     def refused(name, *args, **kwargs):
         # the probe's files (.i) or their directories (data/...), not what
@@ -238,7 +251,7 @@ def test_a_failed_open_or_mkdir_aborts_as_a_failed_write_does(
             raise OSError(errno.EACCES, os.strerror(errno.EACCES), name)
         return real(name, *args, **kwargs)
 
-    monkeypatch.setattr(os, call, refused)
+    monkeypatch.setattr(module, attr, refused)
     with pytest.raises(error.Abort) as caught:
         probemod.run(make_ui(), None, bytes(tmp_path), {})
     message = bytes(caught.value.message)

@@ -254,6 +254,31 @@ def flush_for_handover(fp, name):
         raise FileError(name, exc, 'writing') from exc
 
 
+def open_owned(path, flags, owned, mode=0o666):
+    """``os.open(path, flags, mode)``, the descriptor not inheritable, added
+    to the set ``owned`` in the same step where the C module is built (an
+    interrupt cannot fall in between and lose it)"""
+    nul = b'\0' if isinstance(path, bytes) else '\0'
+    # a name with a NUL byte: os.open() raises its own ValueError
+    if _closelane is not None and nul not in path:
+        return _closelane.open_owned(path, flags, mode, owned)
+    fd = os.open(path, flags, mode)  # not inheritable since Python 3.4
+    owned.add(fd)
+    return fd
+
+
+def close_owned(fd, owned):
+    """drop ``fd`` from the set ``owned`` and close it, in one step where the
+    C module is built; raises OSError if close() fails (``fd`` is closed and
+    forgotten all the same)"""
+    if _closelane is not None:
+        _closelane.close_owned(fd, owned)
+        return
+    # forget it first: once closed, its number may be reused
+    owned.discard(fd)
+    os.close(fd)
+
+
 def close_quietly(target, closefn=close_target):
     """close on a path that is already failing: an error of the close must
     not hide the first one"""
@@ -537,6 +562,11 @@ class Closer:
                         ):
                             self._items.pop()
                             self._forget_name_locked(name)
+                            if self.owned is not None and type(target) is int:
+                                # the submitter's again, in the same step:
+                                # a second interrupt before the close below
+                                # leaves it owned, for the cleanup
+                                self.owned.add(target)
                         raise
             except BaseException:
                 # interrupted while queueing: the file is still ours.  One
@@ -807,14 +837,7 @@ class Closer:
     def open_owned(self, path, flags, mode=0o666):
         """``os.open(path, flags, mode)``, the descriptor not inheritable,
         added to ``owned`` in the same step where the C lane is built"""
-        owned = self.owned
-        nul = b'\0' if isinstance(path, bytes) else '\0'
-        # a name with a NUL byte: os.open() raises its own ValueError
-        if _closelane is not None and nul not in path:
-            return _closelane.open_owned(path, flags, mode, owned)
-        fd = os.open(path, flags, mode)
-        owned.add(fd)
-        return fd
+        return open_owned(path, flags, self.owned, mode)
 
     def close_quietly(self, target):
         """close ``target`` here, on a path that is already failing (and

@@ -92,8 +92,24 @@ class Probe:
         self.closes = []  # (wall, cpu) of each close, in order
 
     def write_files(self, workdir, count, fsync, clock=util.timer):
+        # the descriptor open at any moment: in a command server or chg the
+        # process lives on after a Ctrl-C, and must not keep it.  Opening
+        # adds it here and closing drops it, each in one step that no
+        # interrupt can split.
+        owned = set()
+        try:
+            self._write_files(workdir, count, fsync, clock, owned)
+        finally:
+            for fd in list(owned):
+                try:
+                    closermod.close_owned(fd, owned)
+                except OSError:
+                    pass  # already failing: its error must not hide the first
+
+    def _write_files(self, workdir, count, fsync, clock, owned):
         ops = self.ops
         made = set()
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
         for path, size in _shape(count):
             if fsync:
                 path = b'fsynced/' + path
@@ -109,16 +125,13 @@ class Probe:
                 ops['mkdir'].add(clock() - start)
                 made.add(parent)
             data = b'\0' * size
-            fd = -1
+            start = clock()
             try:
-                start = clock()
-                try:
-                    fd = os.open(
-                        name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666
-                    )
-                except OSError as exc:
-                    raise closermod.FileError(name, exc, 'opening') from exc
-                ops['open'].add(clock() - start)
+                fd = closermod.open_owned(name, flags, owned)
+            except OSError as exc:
+                raise closermod.FileError(name, exc, 'opening') from exc
+            ops['open'].add(clock() - start)
+            try:
                 start = clock()
                 written = 0
                 while written < size:
@@ -128,18 +141,12 @@ class Probe:
                     start = clock()
                     os.fsync(fd)
                     ops['fsync'].add(clock() - start)
-            except BaseException as exc:
-                # also Ctrl-C: in a command server or chg the process
-                # lives on, and the descriptor would stay open in it
-                if fd >= 0:
-                    closermod.close_quietly(fd)
-                if isinstance(exc, OSError):
-                    raise closermod.FileError(name, exc, 'writing') from exc
-                raise
+            except OSError as exc:
+                raise closermod.FileError(name, exc, 'writing') from exc
             cpustart = time.thread_time()
             start = clock()
             try:
-                os.close(fd)
+                closermod.close_owned(fd, owned)
             except OSError as exc:
                 raise closermod.FileError(name, exc) from exc
             wall = clock() - start
