@@ -62,11 +62,14 @@ unit: $(STAMP) $(SHIM)
 	SLOWCLOSE_SO="$(abspath $(SHIM))" BACKGROUNDCLOSE_REQUIRE_NATIVE=1 \
 		$(BIN)/python -m pytest -q tests $(PYTEST_ARGS)
 
-# three at a time: most cram tests wait on modelled slow closes and sleeps
+# three at a time: most cram tests wait on modelled slow closes and sleeps.
+# Tests that interrupt hg need SIGINT handled, even when make runs as a
+# background job (tests/withsigint.py)
 CRAM_JOBS ?= 3
 
 cram: $(STAMP) $(SHIM)
 	PATH="$(abspath $(BIN)):$$PATH" SLOWCLOSE_SO="$(abspath $(SHIM))" \
+		$(BIN)/python tests/withsigint.py \
 		$(BIN)/python tests/cramjobs.py --jobs $(CRAM_JOBS) -- \
 		$(BIN)/cram --shell=/bin/bash $(CRAM_ARGS) $(CRAM_TESTS)
 

@@ -158,3 +158,50 @@ def test_no_thread_at_all_means_inline_for_good():
 def test_unknown_policy_refused():
     with pytest.raises(ValueError):
         Policy('sometimes')
+
+
+def background_with_probes(policy, handover, probe, submissions):
+    """drive a policy in background mode: every file handed over in
+    ``handover`` seconds, every probe close taking ``probe`` seconds"""
+    for _ in range(submissions):
+        if not policy.background:
+            break
+        if policy.take_probe():
+            policy.learn_probe(probe)
+        else:
+            policy.learn_handover(handover)
+            policy.account()
+
+
+def test_probes_go_back_inline_when_a_hand_over_costs_as_much_as_a_close():
+    # 200 us closes are well above the threshold, but the pool cannot keep
+    # up: the writer waits 250 us for room in the queue each time
+    policy = Policy(threshold=30e-6)
+    assert switch_after(policy, 200e-6)
+    policy.switch_to_background(200e-6)
+    background_with_probes(policy, 250e-6, 200e-6, 2 * Policy.PROBE_FIRST)
+    assert policy.mode == policymod.INLINE
+    assert policy.switches == 2
+    # and the same closes do not switch it back to the background
+    assert switch_after(policy, 200e-6, most=500) is None
+
+
+def test_a_cheap_hand_over_keeps_slow_closes_in_the_background():
+    # sshfs: 74 us closes, handed over in a few microseconds
+    policy = Policy(threshold=30e-6)
+    assert switch_after(policy, 74e-6)
+    policy.switch_to_background(74e-6)
+    background_with_probes(policy, 3e-6, 74e-6, 4 * Policy.PROBE_FIRST)
+    assert policy.mode == policymod.BACKGROUND
+    assert 2e-6 < policy.handover < 4e-6
+
+
+def test_one_preempted_hand_over_does_not_send_closes_back_inline():
+    policy = Policy(threshold=30e-6)
+    policy.switch_to_background(200e-6)
+    background_with_probes(policy, 3e-6, 200e-6, Policy.PROBE_FIRST - 1)
+    # the submitter lost its core for 50 ms, just before a probe
+    policy.learn_handover(50e-3)
+    background_with_probes(policy, 3e-6, 200e-6, Policy.PROBE_FIRST)
+    assert policy.switches == 1
+    assert policy.mode == policymod.BACKGROUND

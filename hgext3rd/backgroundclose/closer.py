@@ -97,6 +97,36 @@ _POLL = 0.1
 # CPU time of the calling thread (a scan on close burns it, a wait does not)
 _thread_time = time.thread_time
 
+try:
+    import resource
+
+    _RUSAGE_THREAD = getattr(resource, 'RUSAGE_THREAD', None)
+except ImportError:  # Windows
+    _RUSAGE_THREAD = None
+
+
+def slept(since=None):
+    """the calling thread's voluntary context switches (it slept in the
+    kernel: a file system round trip), or with ``since``, whether it
+    slept since that count; None where the system does not tell (then
+    wall less CPU time stands for waiting).  A thread that only waited for
+    a core on a busy machine was switched out involuntarily: no wait of
+    the file system's."""
+    if _RUSAGE_THREAD is None:
+        return None
+    count = resource.getrusage(_RUSAGE_THREAD).ru_nvcsw
+    if since is None:
+        return count
+    return count > since
+
+
+def cpu_demand(wall, cpu, slept):
+    """of a step that took ``wall`` seconds, ``cpu`` of them on the
+    thread's CPU: the seconds it wanted a CPU.  A thread that never slept
+    meanwhile (``slept`` False) spent the rest waiting for a core on a busy
+    machine, not for the file system: all of it was CPU."""
+    return wall if slept is False else cpu
+
 
 # every closer of this process, so that a forked child can disown them
 _live = weakref.WeakSet()
@@ -528,7 +558,7 @@ class Closer:
             if type(target) is int:
                 outcome = self._submit_to_lane(target, name)
                 if outcome is _HANDED:
-                    self._book.mine()['close'].add(clock() - start)
+                    self._handed(clock() - start)
                     return
                 probing = outcome is _PROBE
         elif policy.background and not self._stopping:
@@ -579,9 +609,17 @@ class Closer:
                         target.discard()
                 raise
             if handed:
-                self._book.mine()['close'].add(clock() - start)
+                self._handed(clock() - start)
                 return
         self._close_inline(target, name, start, probing)
+
+    def _handed(self, duration):
+        """a file was handed over in ``duration`` seconds: what background
+        closing cost the submitter"""
+        self._book.mine()['close'].add(duration)
+        if self._policy.policy == ADAPTIVE:
+            # unlocked: a race between two submitters only blurs it
+            self._policy.learn_handover(duration)
 
     def _close_inline(self, target, name, start, probing):
         """close ``target`` on this thread, timed from ``start``; a probe
@@ -594,7 +632,7 @@ class Closer:
         # Not asked of cheap closes: it costs a system call each time
         cpustart = None
         if policy.wants_cpu_time(probing):
-            cpustart = _thread_time()
+            cpustart, sleeps = _thread_time(), slept()
         # what the policy learns from is the close alone: with the system
         # call above in it, cheap closes on a busy machine would measure
         # slow enough to switch on their own
@@ -610,7 +648,13 @@ class Closer:
         duration = end - closestart
         stat.add(end - start)
         if cpustart is not None:
-            policy.learn_cpu(duration, _thread_time() - cpustart)
+            cpu = _thread_time() - cpustart
+            policy.learn_cpu(
+                duration,
+                cpu_demand(
+                    duration, cpu, None if sleeps is None else slept(sleeps)
+                ),
+            )
         if probing:
             with self._lock:
                 policy.learn_probe(duration)

@@ -24,8 +24,13 @@ The three policies:
   ``threshold`` seconds, closes go to background threads.  Now and then
   (after ``PROBE_FIRST`` files, then twice as many each time it is
   confirmed) a few closes are timed inline again, to measure the file
-  system without background threads in the way; when those are cheap
-  (below half the threshold), closing goes back inline.
+  system without background threads in the way.  Closing goes back inline
+  when those are cheap (below half the threshold), or when they cost the
+  writer no more than handing a file over did meanwhile: the hand-over is
+  timed too (the queue's lock, and waiting for room when the threads fall
+  behind, as closes that burn CPU on few cores make them).  From then on
+  closes must take longer than that hand-over, as well as the threshold,
+  to switch again.
 
 Sizing, in background mode: at every ``window`` submissions, as many
 threads as keep the submitter from waiting (close latency divided by the
@@ -77,6 +82,8 @@ class Policy:
     SMOOTHING = 1.0 / 32
     # adaptive mode: most one close counts in the estimate, in thresholds
     OUTLIER = 4
+    # background: weight of one hand-over in its estimate
+    HANDOVER_SMOOTHING = 1.0 / 64
     # adaptive mode: weight of one close in the CPU share estimate
     CPU_SMOOTHING = 1.0 / 8
     # background mode: files between two inline probes, at first and at most
@@ -132,6 +139,10 @@ class Policy:
         # threads measure also holds their wait for the GIL, which would
         # oversize the pool
         self.latency = 0.0
+        # background: smoothed time the submitter took to hand one file
+        # over, what closing in the background costs it; None until some
+        # file was
+        self.handover = None
         # the share of the time of closes timed inline that was the
         # closing thread's CPU time, once measured
         self.cpushare = None
@@ -199,6 +210,7 @@ class Policy:
         )
         return (
             estimate > self.threshold
+            and (self.handover is None or estimate > self.handover)
             and not self.background
             and not self.threadless
         )
@@ -243,15 +255,34 @@ class Policy:
                 self._probesum = 0.0
         return interval
 
+    def learn_handover(self, duration):
+        """background mode: handing one file over took the submitter
+        ``duration`` seconds"""
+        # waiting for room lasts until some thread finishes a close, a few
+        # closes at most (longer when the threads' closes slow each other
+        # down): a submitter preempted in the middle of a hand-over is not
+        # a costly pool
+        duration = min(
+            duration, self.OUTLIER * max(self.threshold, self.latency)
+        )
+        if self.handover is None:
+            self.handover = duration
+        else:
+            self.handover += (duration - self.handover) * self.HANDOVER_SMOOTHING
+
     def learn_probe(self, duration):
         """one close of a probe took ``duration`` seconds, inline"""
         self._probesum += duration
         if self._probeleft:
             return
         mean = self._probesum / self.PROBE_LENGTH
-        if mean < self.threshold / 2:
-            # closes became cheap: handing them over costs more than it
-            # saves; the threads stay parked until the closer finishes
+        if mean < self.threshold / 2 or (
+            self.handover is not None and mean <= self.handover
+        ):
+            # closes became cheap, or the pool cannot keep up and the
+            # writer waits as long for room as it would to close: handing
+            # them over costs more than it saves.  The threads stay parked
+            # until the closer finishes
             self.background = False
             self.switches += 1
             self.estimate = mean

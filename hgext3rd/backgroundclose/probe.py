@@ -143,14 +143,18 @@ class Probe:
                     ops['fsync'].add(clock() - start)
             except OSError as exc:
                 raise closermod.FileError(name, exc, 'writing') from exc
-            cpustart = time.thread_time()
+            cpustart, sleeps = time.thread_time(), closermod.slept()
             start = clock()
             try:
                 closermod.close_owned(fd, owned)
             except OSError as exc:
                 raise closermod.FileError(name, exc) from exc
             wall = clock() - start
-            cpu = time.thread_time() - cpustart
+            cpu = closermod.cpu_demand(
+                wall,
+                time.thread_time() - cpustart,
+                None if sleeps is None else closermod.slept(sleeps),
+            )
             ops['close-fsynced' if fsync else 'close'].add(wall)
             if not fsync:
                 self.closes.append((wall, cpu))

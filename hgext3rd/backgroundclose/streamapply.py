@@ -68,28 +68,7 @@ _collected = None
 
 # CPU time of the calling thread: an open that burns it is no wait
 _thread_time = time.thread_time
-
-def _blocked(since=None):
-    """the calling thread's voluntary context switches (it slept in the
-    kernel: a file system round trip), or with ``since``, whether it
-    slept since that count; None where the system does not tell (then
-    wall less CPU time stands for waiting).  A thread that only waited for
-    a core on a busy machine was switched out involuntarily: no wait of
-    the file system's."""
-    if _RUSAGE_THREAD is None:
-        return None
-    count = resource.getrusage(_RUSAGE_THREAD).ru_nvcsw
-    if since is None:
-        return count
-    return count > since
-
-
-try:
-    import resource
-
-    _RUSAGE_THREAD = getattr(resource, 'RUSAGE_THREAD', None)
-except ImportError:  # Windows
-    _RUSAGE_THREAD = None
+_blocked = closermod.slept
 
 _OPEN_FLAGS = os.O_WRONLY | os.O_CREAT | getattr(os, 'O_BINARY', 0)
 
