@@ -188,7 +188,8 @@ bench-realfs: $(STAMP) $(SHIM)
 	$(BIN)/python bench/run.py --hg $(BIN)/hg --shim $(SHIM) --fs sshfs \
 		--files 8000 --latencies none --scaling '' --no-references \
 		--operations v1-apply,v2-ssh,v3-unbundle,update \
-		--configs core,core-parallel,ext-adaptive,ext-inline --name realfs
+		--configs core,core-parallel,ext-adaptive,ext-inline,ext-nowriters,ext-plain \
+		--name realfs
 
 # a mozilla-central-sized repository (about 230,000 files): within an hour
 bench-full: $(STAMP) $(SHIM)

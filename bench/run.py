@@ -43,6 +43,13 @@ CONFIGS = {
     ],
     'ext-adaptive': [],
     'ext-inline': ['--config', 'worker.backgroundclose=no'],
+    # no writer threads: closes alone on threads (adaptive), or nothing on
+    # threads at all, what the extension's seams cost by themselves
+    'ext-nowriters': ['--config', 'worker.backgroundclosewrites=no'],
+    'ext-plain': [
+        '--config', 'worker.backgroundclose=no',
+        '--config', 'worker.backgroundclosewrites=no',
+    ],
     'ext-forced': ['--config', 'worker.backgroundclose=yes'],
     # the extension without its C close threads: what Python threads cost
     'ext-python': ['--config', 'worker.backgroundclosenative=no'],

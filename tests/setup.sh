@@ -26,9 +26,22 @@ HGEMITWARNINGS=1
 export HGENCODING LANG LC_ALL TZ HGUSER HGEMITWARNINGS
 unset HGPLAIN HGPLAINEXCEPT
 
-# makerepo DEST FILES: a small source-like repository (see bench/corpus.py)
+# makerepo DEST FILES: a small source-like repository (see bench/corpus.py).
+# Most tests ask for the same few sizes: each is made once per Mercurial
+# release and corpus.py version, in build/corpus-cache, and copied from
+# there (made in a directory of its own, then renamed: tests run in
+# parallel)
 makerepo() {
-  python3 "$TESTDIR/../bench/corpus.py" --hg hg --files "$2" --seed 1 "$1"
+  _cachedir="$TESTDIR/../build/corpus-cache"
+  _key="$(hg version -q | tr -c '0-9A-Za-z.\n' _)-$(cksum < "$TESTDIR/../bench/corpus.py" | cut -d' ' -f1)-$2"
+  if [ ! -d "$_cachedir/$_key" ]; then
+    mkdir -p "$_cachedir" &&
+    _new="$(mktemp -d "$_cachedir/.new-XXXXXX")" &&
+    python3 "$TESTDIR/../bench/corpus.py" --hg hg --files "$2" --seed 1 \
+      "$_new/repo" > "$_new/output" || { rm -rf "$_new"; return 1; }
+    mv -T "$_new" "$_cachedir/$_key" 2>/dev/null || rm -rf "$_new"
+  fi
+  cp -a "$_cachedir/$_key/repo" "$1" && cat "$_cachedir/$_key/output"
 }
 
 # freeport: a free TCP port on localhost

@@ -275,6 +275,9 @@ def run(ui, repo, dest, opts):
         fm.datahint()
         try:
             workdir = tempfile.mkdtemp(prefix=b'hg-probeclose-', dir=parent)
+            # named as the user gave its parent (Python 3.12 and later
+            # return an absolute path)
+            workdir = os.path.join(parent, os.path.basename(workdir))
         except OSError as exc:
             raise error.Abort(
                 _(b'cannot write in %s: %s')
