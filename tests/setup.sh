@@ -32,16 +32,17 @@ unset HGPLAIN HGPLAINEXCEPT
 # there (made in a directory of its own, then renamed: tests run in
 # parallel)
 makerepo() {
-  _cachedir="$TESTDIR/../build/corpus-cache"
-  _key="$(hg version -q | tr -c '0-9A-Za-z.\n' _)-$(cksum < "$TESTDIR/../bench/corpus.py" | cut -d' ' -f1)-$2"
-  if [ ! -d "$_cachedir/$_key" ]; then
-    mkdir -p "$_cachedir" &&
-    _new="$(mktemp -d "$_cachedir/.new-XXXXXX")" &&
+  local cachedir="$TESTDIR/../build/corpus-cache" key new
+  key="$(hg version -q | tr -c '0-9A-Za-z.\n' _)-$(cat "$TESTDIR/../bench/corpus.py" "$HGRCPATH" | cksum | cut -d' ' -f1)-$2"
+  if [ ! -d "$cachedir/$key" ]; then
+    mkdir -p "$cachedir" &&
+    new="$(mktemp -d "$cachedir/.new-XXXXXX")" &&
     python3 "$TESTDIR/../bench/corpus.py" --hg hg --files "$2" --seed 1 \
-      "$_new/repo" > "$_new/output" || { rm -rf "$_new"; return 1; }
-    mv -T "$_new" "$_cachedir/$_key" 2>/dev/null || rm -rf "$_new"
+      "$new/repo" > "$new/output" 2>&1 || { cat "$new/output"; rm -rf "$new"; return 1; }
+    # GNU mv: fails, instead of moving into it, if another test made it
+    mv -T "$new" "$cachedir/$key" 2>/dev/null || rm -rf "$new"
   fi
-  cp -a "$_cachedir/$_key/repo" "$1" && cat "$_cachedir/$_key/output"
+  cp -a "$cachedir/$key/repo" "$1" && cat "$cachedir/$key/output"
 }
 
 # freeport: a free TCP port on localhost

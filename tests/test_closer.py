@@ -911,12 +911,18 @@ def burn(seconds):
     reason='needs fewer cores than the sleeping closes want threads',
 )
 @pytest.mark.parametrize('kind', ['burning', 'sleeping'])
-def test_closes_that_burn_cpu_get_no_more_threads_than_cores(kind):
+def test_closes_that_burn_cpu_get_no_more_threads_than_cores(
+    kind, monkeypatch
+):
     # a close that burns 2 ms of CPU and one that waits 2 ms look alike by
     # the clock; only the first keeps a core busy, and more threads than
     # cores only take turns at it
-    # on a busy machine a burning close also waits for a core, and measures
-    # less CPU time than wall time: that it never slept tells it apart
+    if kind == 'burning':
+        # on a busy machine a burning close also waits for a core: count
+        # all of its time as CPU, so that the test does not depend on load
+        # (a probe close that waits for the GIL meanwhile counts as one
+        # that slept; test_a_close_that_never_slept... tests the rest)
+        monkeypatch.setattr(closermod, '_thread_time', time.perf_counter)
     closed = []
 
     def close(target):
@@ -970,3 +976,36 @@ def test_python_threads_own_a_descriptor_from_its_hand_over(tmp_path):
         hung.set()
     closer.finish()
     assert sorted(closed) == sorted(fds)
+
+
+@pytest.mark.skipif(closermod.slept() is None,
+                    reason='needs RUSAGE_THREAD (Linux)')
+@pytest.mark.parametrize('kind', ['spinning', 'sleeping'])
+def test_a_close_that_never_slept_counts_as_cpu_on_a_busy_machine(
+    kind, monkeypatch
+):
+    # the busiest machine: the closing thread got no CPU time at all while
+    # it closed.  A close that spun all the same (a scan, preempted) never
+    # slept in the kernel: it wanted a core all along.  One that slept
+    # waited on the file system.
+    monkeypatch.setattr(closermod, '_thread_time', lambda: 0.0)
+
+    def close(target):
+        if kind == 'spinning':
+            until = time.perf_counter() + 200e-6
+            while time.perf_counter() < until:
+                pass
+        else:
+            time.sleep(200e-6)
+
+    closer = Closer(closefn=close, fdroom=None, minfilecount=0)
+    try:
+        for target in range(500):
+            closer.close(target)
+            if closer.background:
+                break
+        # decided inline, before any thread (and its GIL) was there
+        assert closer.background
+        assert closer.burning == (kind == 'spinning')
+    finally:
+        closer.finish()

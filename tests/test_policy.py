@@ -182,8 +182,15 @@ def test_probes_go_back_inline_when_a_hand_over_costs_as_much_as_a_close():
     background_with_probes(policy, 250e-6, 200e-6, 2 * Policy.PROBE_FIRST)
     assert policy.mode == policymod.INLINE
     assert policy.switches == 2
-    # and the same closes do not switch it back to the background
-    assert switch_after(policy, 200e-6, most=500) is None
+    # the same closes try the background again, but only after a while,
+    # and twice as long a while once that did not pay either
+    waited = switch_after(policy, 200e-6, most=5000)
+    assert Policy.PROBE_FIRST <= waited <= Policy.PROBE_FIRST + 2
+    policy.switch_to_background(200e-6)
+    background_with_probes(policy, 250e-6, 200e-6, 2 * Policy.PROBE_FIRST)
+    assert policy.mode == policymod.INLINE
+    waited = switch_after(policy, 200e-6, most=5000)
+    assert 2 * Policy.PROBE_FIRST <= waited <= 2 * Policy.PROBE_FIRST + 2
 
 
 def test_a_cheap_hand_over_keeps_slow_closes_in_the_background():

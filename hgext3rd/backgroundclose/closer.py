@@ -124,7 +124,9 @@ def cpu_demand(wall, cpu, slept):
     """of a step that took ``wall`` seconds, ``cpu`` of them on the
     thread's CPU: the seconds it wanted a CPU.  A thread that never slept
     meanwhile (``slept`` False) spent the rest waiting for a core on a busy
-    machine, not for the file system: all of it was CPU."""
+    machine, not for the file system: all of it was CPU.  Waiting to take
+    the GIL back also counts as sleeping: with Python threads running,
+    only the CPU time tells."""
     return wall if slept is False else cpu
 
 
@@ -591,12 +593,13 @@ class Closer:
                             and self._items[-1][0] is target
                         ):
                             self._items.pop()
-                            self._forget_name_locked(name)
                             if self.owned is not None and type(target) is int:
-                                # the submitter's again, in the same step:
-                                # a second interrupt before the close below
-                                # leaves it owned, for the cleanup
+                                # the submitter's again, right away (one
+                                # bytecode after the pop): a second
+                                # interrupt before the close below leaves
+                                # it owned, for the cleanup
                                 self.owned.add(target)
+                            self._forget_name_locked(name)
                         raise
             except BaseException:
                 # interrupted while queueing: the file is still ours.  One

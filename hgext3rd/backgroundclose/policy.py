@@ -28,9 +28,9 @@ The three policies:
   when those are cheap (below half the threshold), or when they cost the
   writer no more than handing a file over did meanwhile: the hand-over is
   timed too (the queue's lock, and waiting for room when the threads fall
-  behind, as closes that burn CPU on few cores make them).  From then on
-  closes must take longer than that hand-over, as well as the threshold,
-  to switch again.
+  behind, as closes that burn CPU on few cores make them).  Closes sent
+  back inline that way try the background again after ``PROBE_FIRST``
+  slow closes, then twice as many each time that does not pay either.
 
 Sizing, in background mode: at every ``window`` submissions, as many
 threads as keep the submitter from waiting (close latency divided by the
@@ -143,6 +143,11 @@ class Policy:
         # over, what closing in the background costs it; None until some
         # file was
         self.handover = None
+        # adaptive, inline because handing over did not pay: slow closes
+        # left before trying the background again, and how many the next
+        # wait is
+        self._retryat = 0
+        self._retryevery = self.PROBE_FIRST
         # the share of the time of closes timed inline that was the
         # closing thread's CPU time, once measured
         self.cpushare = None
@@ -208,12 +213,13 @@ class Policy:
         self.sample_every = (
             1 if estimate * 4 > self.threshold else self.sample
         )
-        return (
-            estimate > self.threshold
-            and (self.handover is None or estimate > self.handover)
-            and not self.background
-            and not self.threadless
-        )
+        if estimate <= self.threshold:
+            return False
+        if self._retryat > 0:
+            # the background did not pay last time: not yet
+            self._retryat -= 1
+            return False
+        return not self.background and not self.threadless
 
     def switch_to_background(self, duration):
         """threads run: hand closes over from now on; ``duration`` is the
@@ -262,9 +268,7 @@ class Policy:
         # closes at most (longer when the threads' closes slow each other
         # down): a submitter preempted in the middle of a hand-over is not
         # a costly pool
-        duration = min(
-            duration, self.OUTLIER * max(self.threshold, self.latency)
-        )
+        duration = min(duration, self.OUTLIER * self._outlier)
         if self.handover is None:
             self.handover = duration
         else:
@@ -276,9 +280,8 @@ class Policy:
         if self._probeleft:
             return
         mean = self._probesum / self.PROBE_LENGTH
-        if mean < self.threshold / 2 or (
-            self.handover is not None and mean <= self.handover
-        ):
+        cheap = mean < self.threshold / 2
+        if cheap or (self.handover is not None and mean <= self.handover):
             # closes became cheap, or the pool cannot keep up and the
             # writer waits as long for room as it would to close: handing
             # them over costs more than it saves.  The threads stay parked
@@ -286,6 +289,14 @@ class Policy:
             self.background = False
             self.switches += 1
             self.estimate = mean
+            if cheap:
+                self._retryat = 0
+                self._retryevery = self.PROBE_FIRST
+            else:
+                self._retryat = self._retryevery
+                self._retryevery = min(
+                    self._retryevery * 2, self.PROBE_MOST
+                )
             return
         self.latency = mean
         self._probeevery = min(self._probeevery * 2, self.PROBE_MOST)
