@@ -375,9 +375,13 @@ def plot(rows, latencies, path):
     for ax in axes[len(whats):]:
         ax.set_visible(False)
     xs = list(range(len(latencies)))
+    names = list(CONFIGS) + list(REFERENCES)
+    # one colour per configuration in every panel
+    palette = list(plt.get_cmap('tab10').colors) + ['black', 'gold']
+    colours = {name: palette[i % len(palette)] for i, name in enumerate(names)}
     for ax, what in zip(axes, whats):
         files = max(r['files'] for r in rows if r['what'] == what)
-        for config in list(CONFIGS) + list(REFERENCES):
+        for config in names:
             ys = []
             for lat in latencies:
                 m = [r for r in rows if r['latency'] == lat and r['files'] == files
@@ -391,7 +395,8 @@ def plot(rows, latencies, path):
                 line = [(x, y) for x, y, lat in zip(xs, ys, latencies)
                         if y is not None and lat != 'tail']
                 drawn = ax.plot([x for x, _y in line], [y for _x, y in line],
-                                style, marker='o', label=config)
+                                style, marker='o', label=config,
+                                color=colours[config])
                 tail = [(x, y) for x, y, lat in zip(xs, ys, latencies)
                         if y is not None and lat == 'tail']
                 if tail:
@@ -403,7 +408,8 @@ def plot(rows, latencies, path):
         ax.set_xlabel('modelled close latency')
         ax.set_ylabel('seconds (median)')
         ax.grid(True, alpha=0.3)
-    axes[0].legend(fontsize=7)
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     return True
@@ -444,7 +450,10 @@ def main(argv=None):
     if args.replot:
         with open(args.replot) as fp:
             rows = json.load(fp)['rows']
-        lats = [lat for lat in LATENCIES if any(r['latency'] == lat for r in rows)]
+        seen = list(dict.fromkeys(r['latency'] for r in rows))
+        # the usual order, then any other (none: sshfs, burnN) as saved
+        lats = [lat for lat in LATENCIES if lat in seen]
+        lats += [lat for lat in seen if lat not in lats]
         main_rows = [r for r in rows if not r['what'].startswith('scaling')]
         png = os.path.splitext(args.replot)[0] + '.png'
         return 0 if plot(main_rows, lats, png) else 1
