@@ -201,7 +201,10 @@ class Probe:
         (closer.py, ``_submit`` and ``_close_inline``): a close is timed in
         CPU time where ``wants_cpu_time`` says so; once closing went to the
         background, a file is handed over (counted) unless the policy takes
-        it for a probe, closed inline and learnt from.
+        it for a probe, closed inline and learnt from.  The probe hands
+        nothing over, so it cannot tell a hand-over that costs as much as a
+        close (a pool that cannot keep up): the closer finds that out while
+        it runs.
         """
         options = dict(options)
         options.pop('maxqueue', None)  # the closer's, not the policy's
