@@ -120,14 +120,24 @@ def slept(since=None):
     return count > since
 
 
-def cpu_demand(wall, cpu, slept):
-    """of a step that took ``wall`` seconds, ``cpu`` of them on the
-    thread's CPU: the seconds it wanted a CPU.  A thread that never slept
-    meanwhile (``slept`` False) spent the rest waiting for a core on a busy
-    machine, not for the file system: all of it was CPU.  Waiting to take
-    the GIL back also counts as sleeping: with Python threads running,
-    only the CPU time tells."""
-    return wall if slept is False else cpu
+def cpu_mark():
+    """where the calling thread stands, for cpu_demand(): its CPU time and
+    its voluntary context switches so far"""
+    return _thread_time(), slept()
+
+
+def cpu_demand(mark, wall):
+    """of a step that took ``wall`` seconds since ``mark`` (cpu_mark()) on
+    the calling thread, the seconds it wanted a CPU: its CPU time, or all
+    of ``wall`` if it never slept meanwhile (the rest was a wait for a core
+    on a busy machine, not for the file system).  Waiting to take the GIL
+    back also counts as sleeping: with Python threads running, only the
+    CPU time tells."""
+    cpustart, sleeps = mark
+    cpu = _thread_time() - cpustart
+    if sleeps is not None and not slept(sleeps):
+        return wall
+    return cpu
 
 
 # every closer of this process, so that a forked child can disown them
@@ -430,22 +440,19 @@ class Closer:
 
     @staticmethod
     def _owned_closer(closefn, owned):
-        native = None
-        if _closelane is not None and closefn is close_target:
-            # forgets and closes in one step: an interrupt in between would
-            # leave it forgotten and open
-            native = _closelane.close_owned
-
-        def close_owned(target):
+        def close_and_forget(target):
             if type(target) is int:
-                if native is not None:
-                    native(target, owned)
+                if closefn is close_target:
+                    # forgets and closes in one step where the C module is
+                    # built: an interrupt in between would leave it
+                    # forgotten and open
+                    close_owned(target, owned)
                     return
                 # forget it first: once closed, its number may be reused
                 owned.discard(target)
             closefn(target)
 
-        return close_owned
+        return close_and_forget
 
     # statistics ---------------------------------------------------------
 
@@ -633,9 +640,9 @@ class Closer:
         # closes worth sizing a pool for: is their time the closing
         # thread's CPU (a scan on close) or a wait (a network round trip)?
         # Not asked of cheap closes: it costs a system call each time
-        cpustart = None
+        mark = None
         if policy.wants_cpu_time(probing):
-            cpustart, sleeps = _thread_time(), slept()
+            mark = cpu_mark()
         # what the policy learns from is the close alone: with the system
         # call above in it, cheap closes on a busy machine would measure
         # slow enough to switch on their own
@@ -650,14 +657,8 @@ class Closer:
         end = clock()
         duration = end - closestart
         stat.add(end - start)
-        if cpustart is not None:
-            cpu = _thread_time() - cpustart
-            policy.learn_cpu(
-                duration,
-                cpu_demand(
-                    duration, cpu, None if sleeps is None else slept(sleeps)
-                ),
-            )
+        if mark is not None:
+            policy.learn_cpu(duration, cpu_demand(mark, duration))
         if probing:
             with self._lock:
                 policy.learn_probe(duration)

@@ -37,7 +37,6 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 
 from mercurial.i18n import _
 from mercurial import (
@@ -143,18 +142,14 @@ class Probe:
                     ops['fsync'].add(clock() - start)
             except OSError as exc:
                 raise closermod.FileError(name, exc, 'writing') from exc
-            cpustart, sleeps = time.thread_time(), closermod.slept()
+            mark = closermod.cpu_mark()
             start = clock()
             try:
                 closermod.close_owned(fd, owned)
             except OSError as exc:
                 raise closermod.FileError(name, exc) from exc
             wall = clock() - start
-            cpu = closermod.cpu_demand(
-                wall,
-                time.thread_time() - cpustart,
-                None if sleeps is None else closermod.slept(sleeps),
-            )
+            cpu = closermod.cpu_demand(mark, wall)
             ops['close-fsynced' if fsync else 'close'].add(wall)
             if not fsync:
                 self.closes.append((wall, cpu))
