@@ -54,6 +54,8 @@ test: $(STAMP) $(SHIM)
 	$(MAKE) --no-print-directory cram; cram=$$?; \
 	wait $$unit; unitrc=$$?; \
 	echo "=== unit tests"; cat build/unit.log; \
+	if test -s build/cram-failures.log; then \
+		echo "=== failed cram tests, again"; cat build/cram-failures.log; fi; \
 	test $$cram = 0 && test $$unitrc = 0
 
 # the C lane must have been built where it can be (tests/test_closelane.py
@@ -70,7 +72,8 @@ CRAM_JOBS ?= 3
 cram: $(STAMP) $(SHIM)
 	PATH="$(abspath $(BIN)):$$PATH" SLOWCLOSE_SO="$(abspath $(SHIM))" \
 		$(BIN)/python tests/withsigint.py \
-		$(BIN)/python tests/cramjobs.py --jobs $(CRAM_JOBS) -- \
+		$(BIN)/python tests/cramjobs.py --jobs $(CRAM_JOBS) \
+		--failures build/cram-failures.log -- \
 		$(BIN)/cram --shell=/bin/bash $(CRAM_ARGS) $(CRAM_TESTS)
 
 # the whole suite against one release, in its own virtualenv

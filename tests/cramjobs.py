@@ -12,6 +12,9 @@ Run CRAM once per test file (a PATH that is a directory stands for its
 spend their time waiting for modelled slow closes and sleeps, so two at a
 time on two cores take about half as long.  Each test's output is printed
 whole once it ends, with its time; the exit code is 1 if any failed.
+With --failures FILE, the output of the tests that failed is also written to
+FILE (emptied first), so that a caller can print it again where a CI log's
+tail shows it.
 """
 
 import argparse
@@ -50,6 +53,7 @@ def run(command, path):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--jobs', type=int, default=2)
+    parser.add_argument('--failures', metavar='FILE')
     parser.add_argument('command', nargs=argparse.REMAINDER)
     args = parser.parse_args()
     command = args.command
@@ -59,6 +63,9 @@ def main():
     paths = [a for a in command[1:] if not a.startswith('-')]
     command = command[:1] + options
     tests = test_files(paths)
+    failures = None
+    if args.failures:
+        failures = open(args.failures, 'w', encoding='utf-8')
     failed = []
     started = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
@@ -70,11 +77,16 @@ def main():
             if code:
                 failed.append(path)
                 sys.stdout.write(text)
+                if failures:
+                    failures.write(text)
+                    failures.flush()
             elif ' 1 skipped' in text:
                 verdict = 'skipped'
             print('%-36s %-8s %6.1f s' % (path, verdict, seconds), flush=True)
     print('%d tests, %d failed, %.0f s' % (
         len(tests), len(failed), time.monotonic() - started))
+    if failures:
+        failures.close()
     return 1 if failed else 0
 
 

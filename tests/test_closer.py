@@ -899,6 +899,23 @@ def test_finish_leaves_a_hung_close_to_its_thread_after_an_interrupt():
     assert sorted(closed) == list(range(8))
 
 
+def test_finish_told_of_an_interrupt_elsewhere_waits_only_its_grace():
+    # an apply whose writers' closer was interrupted finishes its own
+    # closer next, outside any except block: told so, that finish is
+    # bounded too, and leaves a hung close to its thread
+    hung = threading.Event()
+    closer = Closer(policy=closermod.BACKGROUND, closefn=lambda t: hung.wait(),
+                    fdroom=None, threads=1)
+    closer.GRACE = 0.3
+    closer.close(0)
+    try:
+        run_bounded(lambda: closer.finish(failing=True, interrupted=True),
+                    seconds=10)
+        assert closer.abandoned
+    finally:
+        hung.set()
+
+
 def burn(seconds):
     """spend ``seconds`` of this thread's CPU time, as a scan on close"""
     until = time.thread_time() + seconds

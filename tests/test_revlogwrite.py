@@ -18,8 +18,6 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
 
-from mercurial import hg, ui as uimod  # noqa: E402
-
 from hgext3rd.backgroundclose import (  # noqa: E402
     closer as closermod,
     handover,
@@ -30,20 +28,8 @@ PAYLOAD = b'revlog bytes still buffered\n' * 10
 
 
 @pytest.fixture
-def session(tmp_path, monkeypatch):
-    ui = uimod.ui.load()
-    for name, value in (
-        (b'backgroundclosemaxthreadcount', b'4'),
-        (b'backgroundclosethreshold', b'30'),
-        (b'backgroundclosenative', b'yes'),
-        (b'backgroundclose', b'yes'),
-        (b'backgroundcloseminfilecount', b'0'),
-    ):
-        ui.setconfig(b'worker', name, value, b'test')
-    repo = hg.repository(ui, os.fsencode(str(tmp_path / 'repo')), create=True)
-    session = revlogwrite.RevlogSession(repo)
-    # what vfsopen() sets while the store's vfs opens a revlog
-    monkeypatch.setattr(revlogwrite, '_session', session)
+def session(lanerepo):
+    session = revlogwrite.RevlogSession(lanerepo)
     yield session
     session.closer.finish(failing=True)
 
@@ -55,7 +41,8 @@ def open_revlog(session, name):
     os.makedirs(os.path.dirname(path), exist_ok=True)
 
     def vfsopen(vfs, name, mode):
-        return handover.posixfile(open, vfs.join(name), mode)
+        # the posixfile seam, bound to the session's files
+        return handover.posixfile(session.files, open, vfs.join(name), mode)
 
     fp, fd = session.files.open_through(
         vfsopen, session.rawvfs, name, b'ab', {}, path

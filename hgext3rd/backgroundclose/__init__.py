@@ -274,12 +274,9 @@ def _process_wrappers():
         (unpacker, '_unpackmanifests', revlogwrite.step)
         for unpacker in compat.CHANGEGROUP_UNPACKERS
     )
-    # the stream apply's closer wraps the one of every other caller
+    # (a stream apply wraps it again while it runs, around this one)
     wrappers.append(
         (vfsmod, 'backgroundfilecloser', workingcopy.backgroundfilecloser)
-    )
-    wrappers.append(
-        (vfsmod, 'backgroundfilecloser', streamapply.backgroundfilecloser)
     )
     wrappers.append((streamclone, '_makemap', malformed.makemap))
     return wrappers

@@ -987,7 +987,7 @@ class Closer:
         told to write no more).  ``interrupted``: an interrupt was caught
         elsewhere already (finishing another closer): bounded too.
         """
-        interrupted = None
+        absorbed = None
         deadline = None
         if interrupted or isinstance(
             sys.exc_info()[1], (KeyboardInterrupt, SystemExit)
@@ -1003,14 +1003,14 @@ class Closer:
             except (KeyboardInterrupt, SystemExit) as exc:
                 # only interrupts are absorbed: anything else would come
                 # back at every try
-                if interrupted is None:
-                    interrupted = exc
+                if absorbed is None:
+                    absorbed = exc
                     deadline = time.monotonic() + self.GRACE
                     if on_interrupt is not None:
                         on_interrupt()
         self._collect_lane_failures()
-        if interrupted is not None:
-            raise interrupted
+        if absorbed is not None:
+            raise absorbed
         if not failing and self._raised < len(self._errors):
             self._raise_pending()
 

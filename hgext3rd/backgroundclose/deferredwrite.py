@@ -223,7 +223,10 @@ class DeferredFile:
         try:
             if not self.__dict__.get('_closed', True):
                 self.discard()
-        except Exception:  # at interpreter exit, modules may be gone
+        except BaseException:  # noqa: B902
+            # a finalizer can raise nothing: at interpreter exit modules
+            # may be gone, and a second Ctrl-C landing here would only be
+            # printed as "Exception ignored in", then dropped
             pass
 
 

@@ -48,11 +48,6 @@ _FLAGS = {
     'r+': os.O_RDWR,
 }
 
-# the OwnedFiles whose vfs is opening a file right now (main thread only:
-# every seam opens through a vfs on the main thread)
-_opening = None
-
-
 class OwnedFiles:
     """one session's descriptors opened for the lane and not handed over
     yet (``closer.owned``), and the file object over each"""
@@ -63,7 +58,9 @@ class OwnedFiles:
         self._native = closer.native
         self._decisions = closer.decisions
         self._files = {}  # descriptor -> file object over it
-        self._path = None  # what the vfs is opening for us
+        # what the vfs is opening for us, while it does (main thread only:
+        # every seam opens through a vfs on the main thread)
+        self._path = None
         self._opened = None  # the descriptor posixfile() opened for it
         # the posixfile wrapper, once a file was opened for the lane: it
         # costs every file the process opens a call, so only from then on
@@ -82,17 +79,17 @@ class OwnedFiles:
         ``(fp, fd)``, where fd is None if core opened the file itself (not
         for the lane, or a mode posixfile leaves).  ``joined`` is
         ``vfs.join(path)``, the name the vfs opens, if the caller has it."""
-        global _opening
         if not self.takes_descriptors():
             return orig(vfs, path, mode, **kwargs), None
         if self._seam is None:
-            self._seam = seams.installed([POSIXFILE_SEAM]).install()
+            self._seam = seams.installed(
+                seams.bound(self, [POSIXFILE_SEAM])
+            ).install()
         # only this path: the vfs may open others meanwhile (the temporary
         # copy that breaks a hardlink), and those own their descriptors
-        self._path = vfs.join(path) if joined is None else joined
         self._opened = None
         try:
-            _opening = self
+            self._path = vfs.join(path) if joined is None else joined
             fp = orig(vfs, path, mode, **kwargs)
         except BaseException:
             # opened, then the vfs failed (fixing the file's mode)
@@ -100,7 +97,6 @@ class OwnedFiles:
                 self.discard(self._opened)
             raise
         finally:
-            _opening = None
             self._path = None
         fd, self._opened = self._opened, None
         return fp, fd
@@ -163,12 +159,12 @@ class OwnedFiles:
             self.discard(fd)
 
 
-def posixfile(orig, name, mode=b'r', buffering=-1, *args, **kwargs):
+def posixfile(files, orig, name, mode=b'r', buffering=-1, *args, **kwargs):
     """``util.posixfile`` while a session runs with the C lane: the file a
-    vfs opens for the session gets a descriptor the closer will close"""
-    files = _opening
+    vfs opens for ``files`` (OwnedFiles) gets a descriptor the closer will
+    close"""
     if (
-        files is None
+        files._path is None
         or name != files._path
         or files._opened is not None
         or args
@@ -292,7 +288,10 @@ class HandedOverFile:
         try:
             if fd is not None and not self._closed and fd in self._files.fds:
                 self._close_here()
-        except Exception:  # at interpreter exit, modules may be gone
+        except BaseException:  # noqa: B902
+            # a finalizer can raise nothing: at interpreter exit modules
+            # may be gone, and a second Ctrl-C landing here would only be
+            # printed as "Exception ignored in", then dropped
             pass
 
     def __getattr__(self, name):

@@ -51,11 +51,7 @@ from . import (
     messages,
     seams,
     settings,
-    streamapply,
 )
-
-# the session in progress in this process, if any
-_session = None
 
 
 class RevlogSession:
@@ -90,6 +86,9 @@ class RevlogSession:
         self.rawvfs = repo.store.rawvfs
         self._prefix = self.rawvfs.join(b'x')[:-1]
         self.thread = threading.get_ident()
+        # False once the step returned: a wrapper of the session that
+        # another extension's chain still holds then does nothing
+        self.running = True
         self.skipping = 0  # opens left to core before the next sample
         self.skipped = 0
         self._sampled = 0  # closes in the current sample
@@ -143,12 +142,9 @@ class RevlogSession:
         )
 
 
-def _active():
-    """the session, when the calling thread may use it"""
-    session = _session
-    if session is None or threading.get_ident() != session.thread:
-        return None
-    return session
+def _usable(session):
+    """whether the calling thread may use ``session`` now"""
+    return session.running and threading.get_ident() == session.thread
 
 
 # wrappers -----------------------------------------------------------------
@@ -157,33 +153,29 @@ def _active():
 def step(orig, *args, **kwargs):
     """run a changegroup step (``_addchangegroupfiles``, ``_unpackmanifests``)
     in a session"""
-    global _session
-    if (
-        _session is not None
-        or streamapply.active()  # it has a closer of its own
-        or threading.current_thread() is not threading.main_thread()
-    ):
+    if threading.current_thread() is not threading.main_thread():
         return orig(*args, **kwargs)
     repo = _repo_argument(args)
-    if getattr(getattr(repo, 'store', None), 'rawvfs', None) is None:
-        # not a local repository with a store of its own
+    storevfs = getattr(getattr(repo, 'store', None), 'rawvfs', None)
+    if storevfs is None or seams.writing(storevfs) is not None:
+        # not a local repository with a store of its own; or a step inside
+        # a stream apply (it has a closer of its own) or inside a step
         return orig(*args, **kwargs)
     session = RevlogSession(repo, _expected_files(args, kwargs))
-    _session = session
     failing = True
     try:
         try:
-            with seams.installed(_SESSION_SEAMS):
+            with seams.attached(storevfs, session), seams.installed(
+                seams.bound(session, _SESSION_SEAMS)
+            ):
                 try:
                     result = orig(*args, **kwargs)
                 finally:
+                    session.running = False
                     session.files.unwrap()
             failing = False
         finally:
-            try:
-                session.finish(failing)
-            finally:
-                _session = None
+            session.finish(failing)
     except closermod.FileError as exc:
         # closed inline, raised on a later submission, or by finish()
         raise messages.file_abort(exc, exc.name) from exc
@@ -206,9 +198,8 @@ def _expected_files(args, kwargs):
     return expected if isinstance(expected, int) else -1
 
 
-def vfsopen(orig, self, path, mode=b'rb', *args, **kwargs):
-    session = _session
-    if session is None:
+def vfsopen(session, orig, self, path, mode=b'rb', *args, **kwargs):
+    if not session.running:
         return orig(self, path, mode, *args, **kwargs)
     if session.skipping:
         # closes are cheap and none is pending: leave it to core
@@ -234,31 +225,28 @@ def vfsopen(orig, self, path, mode=b'rb', *args, **kwargs):
     )
 
 
-def pathop(orig, self, path=None, *args, **kwargs):
+def pathop(session, orig, self, path=None, *args, **kwargs):
     """unlink, tryunlink, unlinkpath: wait for a pending close first"""
-    session = _active()
-    if session is not None:
+    if _usable(session):
         session.wait_for(self.join(path))
     return orig(self, path, *args, **kwargs)
 
 
-def rename(orig, self, src, dst, *args, **kwargs):
-    session = _active()
-    if session is not None:
+def rename(session, orig, self, src, dst, *args, **kwargs):
+    if _usable(session):
         session.wait_for(self.join(src))
         session.wait_for(self.join(dst))
     return orig(self, src, dst, *args, **kwargs)
 
 
-def addbackup(orig, self, *args, **kwargs):
+def addbackup(session, orig, self, *args, **kwargs):
     """the transaction copies the file without a vfs: close all first"""
-    session = _active()
-    if session is not None:
+    if _usable(session):
         session.closer.wait()
     return orig(self, *args, **kwargs)
 
 
-# wrapped only while a session runs (see seams.py)
+# wrapped only while a session runs, bound to it (see seams.py)
 _SESSION_SEAMS = [
     (vfsmod.vfs, '__call__', vfsopen),
     (vfsmod.abstractvfs, 'unlink', pathop),

@@ -12,14 +12,59 @@ stays in place costs a call on each of them even when it has nothing to do,
 a few percent of an apply when closes are cheap.  The seams that only matter
 inside a stream apply or a changegroup step are therefore wrapped when the
 session begins and unwrapped when it ends; only the entry points (the
-stream consumers, the changegroup steps, ``vfs.backgroundfilecloser``) stay
-wrapped for the life of the process.
+stream consumers, the changegroup steps, the working copy's
+``vfs.backgroundfilecloser``) stay wrapped for the life of the process.
 
-Every wrapper still checks that its session is active: a wrapper another
+Every wrapper still checks that its session is running: a wrapper another
 extension adds in the meantime keeps ours in its chain until it is removed.
+
+A session's wrappers are bound to it (``bound``): each finds its session as
+its first argument, never through a module global.  The one fact the
+process-wide entry points need, whether a session writes into a store now,
+is kept on the store's vfs (``attached``, ``writing``).
 """
 
+import functools
+
 from mercurial import extensions
+
+# the attribute of a store's raw vfs that holds the session writing into
+# that store: a stream apply or a changegroup step, one at a time
+_WRITING = '_backgroundclose_writing'
+
+
+def bound(session, wrappers):
+    """``wrappers`` (``(container, name, wrapper)``, None skipped) as the
+    session's own: each wrapper is called with ``session`` first, then with
+    what ``extensions.wrapfunction`` passes"""
+    return [
+        (container, name, functools.partial(wrapper, session))
+        for container, name, wrapper in filter(None, wrappers)
+    ]
+
+
+def writing(storevfs):
+    """the session writing into the store whose raw vfs is ``storevfs``,
+    or None"""
+    return getattr(storevfs, _WRITING, None)
+
+
+class attached:
+    """``with attached(storevfs, session):`` ``writing(storevfs)`` is
+    ``session`` inside the block"""
+
+    def __init__(self, storevfs, session):
+        self._vfs = storevfs
+        self._session = session
+
+    def __enter__(self):
+        setattr(self._vfs, _WRITING, self._session)
+        return self._session
+
+    def __exit__(self, exc_type, exc_value, exc_tb):
+        # the attribute, not None: the vfs looks as it did
+        self._vfs.__dict__.pop(_WRITING, None)
+        return False
 
 
 class installed:

@@ -58,10 +58,6 @@ from . import (
     settings,
 )
 
-# The apply in progress in this process, if any.  Stream applies do not
-# nest and do not run concurrently within one process.
-_session = None
-
 # When a list, finished applies append their report here instead of
 # printing it (debugapplystreamclonebundle prints them itself).
 _collected = None
@@ -96,6 +92,10 @@ class ApplySession:
             self.reportstyle != settings.REPORT_OFF or _collected is not None
         )
         self._opening = None  # the last file write_files began to open
+        # False once the consumer returned: a wrapper of the session that
+        # another extension's chain still holds then does nothing
+        self.running = True
+        self.inmakedirs = False  # see makedirs()
         self.closer = closermod.Closer(
             expectedcount=expectedcount,
             native=settings.native(ui),
@@ -682,7 +682,7 @@ def consumer(fmt):
     """a wrapper for streamclone.consumevN that runs it in a session"""
 
     def wrapper(orig, repo, fp, *args, **kwargs):
-        if _session is not None:
+        if seams.writing(repo.store.rawvfs) is not None:
             return orig(repo, fp, *args, **kwargs)
         # consumev1 and consumev2 are told the file and byte counts; v3 is
         # not
@@ -703,8 +703,6 @@ def consumer(fmt):
 def _apply(session, orig, repo, fp, args, kwargs):
     """run the consumer in ``session``; take back what it wrote if it
     fails"""
-    global _session
-    _session = session
     wrappers = list(_SESSION_SEAMS)
     if (
         session.timed
@@ -716,11 +714,13 @@ def _apply(session, orig, repo, fp, args, kwargs):
     failing = True
     try:
         try:
-            with seams.installed(wrappers):
+            with seams.attached(repo.store.rawvfs, session), seams.installed(
+                seams.bound(session, wrappers)
+            ):
                 try:
                     result = orig(repo, fp, *args, **kwargs)
                 finally:
-                    _session = None
+                    session.running = False
                     session.files.unwrap()
             failing = False
         finally:
@@ -743,22 +743,18 @@ def _apply(session, orig, repo, fp, args, kwargs):
     return result
 
 
-def active():
-    """whether a stream apply is in progress in this process"""
-    return _session is not None
-
-
-def backgroundfilecloser(orig, ui, expectedcount=-1):
-    if _session is None:
+def backgroundfilecloser(session, orig, ui, expectedcount=-1):
+    """every ``vfs.backgroundclosing()`` inside the apply gets the
+    session's closer (outermost: it wraps the one of every other caller)"""
+    if not session.running:
         return orig(ui, expectedcount=expectedcount)
-    _session.watch_transaction()
-    return SessionCloser(_session)
+    session.watch_transaction()
+    return SessionCloser(session)
 
 
-def vfsopen(orig, self, path, mode=b'rb', *args, **kwargs):
-    session = _session
+def vfsopen(session, orig, self, path, mode=b'rb', *args, **kwargs):
     if (
-        session is None
+        not session.running
         or args
         or mode not in (b'w', b'wb')
         or kwargs.get('atomictemp')
@@ -774,26 +770,20 @@ def vfsopen(orig, self, path, mode=b'rb', *args, **kwargs):
     return session.open(orig, self, path, mode, kwargs)
 
 
-# util.makedirs calls itself for missing parents: only the outermost call
-# counts.  Only the main thread prepares stream files.
-_mkdirinside = False
-
-
-def makedirs(orig, name, *args, **kwargs):
+def makedirs(session, orig, name, *args, **kwargs):
     """stream v2 from Mercurial 7.0 on, with the report shown: core makes
     each directory once (prepare_streamed_file); time it for the report's
-    mkdir row"""
-    global _mkdirinside
-    session = _session
-    if session is None or _mkdirinside:
+    mkdir row.  util.makedirs calls itself for missing parents: only the
+    outermost call counts.  Only the main thread prepares stream files."""
+    if not session.running or session.inmakedirs:
         return orig(name, *args, **kwargs)
     stat = session.directories.stat
     start = util.timer()
     try:
-        _mkdirinside = True
+        session.inmakedirs = True
         return orig(name, *args, **kwargs)
     finally:
-        _mkdirinside = False
+        session.inmakedirs = False
         stat.add(util.timer() - start)
         session.directories.created += 1
 
@@ -802,7 +792,9 @@ def makedirs(orig, name, *args, **kwargs):
 _MKDIR_SEAM = (util, 'makedirs', makedirs)
 
 
-def prepare_streamed_file(orig, self, path, known_directories, **kwargs):
+def prepare_streamed_file(
+    session, orig, self, path, known_directories, **kwargs
+):
     """the main thread reads the stream and prepares each file before a
     writer thread writes it (stream v2, Mercurial 7.0 and later): stop
     reading at the first failure a writer thread recorded, instead of
@@ -810,9 +802,8 @@ def prepare_streamed_file(orig, self, path, known_directories, **kwargs):
     directory once on this path (its known_directories), so its mkdir
     calls are left as they are, unless writer threads write the files
     (ApplySession.stream_directory)."""
-    session = _session
     if (
-        session is not None
+        session.running
         and threading.get_ident() == session.mainthread
     ):
         session.closer.raise_failure()
@@ -820,15 +811,15 @@ def prepare_streamed_file(orig, self, path, known_directories, **kwargs):
     return orig(self, path, known_directories, **kwargs)
 
 
-def write_files(orig, info):
-    session = _session
-    if session is None:
+def write_files(session, orig, info):
+    if not session.running:
         return orig(info)
     return session.write_files(info)
 
 
-# wrapped only while a stream apply runs (see seams.py)
+# wrapped only while a stream apply runs, bound to it (see seams.py)
 _SESSION_SEAMS = [
+    (vfsmod, 'backgroundfilecloser', backgroundfilecloser),
     (vfsmod.vfs, '__call__', vfsopen),
     (streamclone, '_write_files', write_files)
     if compat.HAS_WRITE_FILES

@@ -1,0 +1,88 @@
+# test_seams.py - wrappers bound to a session, and the store's session mark
+#
+# Copyright 2026 hg-backgroundclose contributors
+#
+# This software may be used and distributed according to the terms of the
+# GNU General Public License version 2 or any later version.
+"""A session's wrappers find it as their first argument, and the store's
+raw vfs says which session writes into it: no module global holds a
+session, so nothing of one apply can reach the next."""
+
+import os
+import sys
+import types
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
+
+from mercurial import vfs as vfsmod  # noqa: E402
+
+from hgext3rd.backgroundclose import (  # noqa: E402
+    revlogwrite,
+    seams,
+    streamapply,
+)
+
+
+class Target:
+    """something to wrap, as a Mercurial class"""
+
+    def call(self, value):
+        return ('core', value)
+
+
+def test_bound_wrappers_get_their_session_first():
+    seen = []
+
+    def wrapper(session, orig, self, value):
+        seen.append(session)
+        return ('wrapped', orig(self, value))
+
+    first, second = object(), object()
+    with seams.installed(seams.bound(first, [(Target, 'call', wrapper)])):
+        with seams.installed(
+            seams.bound(second, [None, (Target, 'call', wrapper)])
+        ):
+            assert Target().call(1) == ('wrapped', ('wrapped', ('core', 1)))
+        assert Target().call(2) == ('wrapped', ('core', 2))
+    assert Target().call(3) == ('core', 3)
+    assert seen == [second, first, first]
+
+
+def test_the_store_says_which_session_writes_into_it(tmp_path):
+    storevfs = vfsmod.vfs(os.fsencode(str(tmp_path)))
+    session = object()
+    assert seams.writing(storevfs) is None
+    with pytest.raises(KeyboardInterrupt):
+        with seams.attached(storevfs, session):
+            assert seams.writing(storevfs) is session
+            raise KeyboardInterrupt
+    assert seams.writing(storevfs) is None
+    assert not any('backgroundclose' in name for name in vars(storevfs))
+
+
+def test_a_wrapper_left_in_a_chain_after_its_session_does_nothing(lanerepo):
+    # another extension may hold our wrapper in its chain after the
+    # session ended (it wrapped the seam meanwhile): core's open then
+    session = revlogwrite.RevlogSession(lanerepo)
+    session.running = False
+    calls = []
+
+    def orig(vfs, path, mode=b'rb', *args, **kwargs):
+        calls.append((path, mode))
+        return 'core'
+
+    assert revlogwrite.vfsopen(
+        session, orig, session.rawvfs, b'data/a.i', b'ab'
+    ) == 'core'
+    assert revlogwrite.pathop(
+        session, lambda vfs, path: 'core', session.rawvfs, b'data/a.i'
+    ) == 'core'
+    apply = types.SimpleNamespace(running=False)
+    assert streamapply.vfsopen(
+        apply, orig, session.rawvfs, b'data/b.i', b'wb'
+    ) == 'core'
+    assert streamapply.write_files(apply, lambda info: 'core', []) == 'core'
+    assert calls == [(b'data/a.i', b'ab'), (b'data/b.i', b'wb')]
+    session.closer.finish(failing=True)
