@@ -184,9 +184,12 @@ being handled (the closer finishing, the files being taken back, the
 rollback).  On both pools, no descriptor is closed twice or left open, and
 the repository is as before.  Where the second signal lands is up to the
 machine's load: when it cuts short core's own abort of the transaction
-(the changegroup's rollback, or the journal's removal after a stream
-apply), core leaves its journal and asks for "hg recover", with or without
-the extension; after it, the repository is as before:
+(the changegroup's rollback; after a stream apply, closing and removing
+the journal, which the modelled 3 ms closes make long enough to hit), core
+leaves its journal and asks for "hg recover", with or without the
+extension.  The extension's own part of the abort, taking the files back,
+finishes whatever the second signal.  After "hg recover", which must not
+fail, the repository is as before:
 
   $ for native in yes no; do
   >   for format in v1 v2; do
@@ -196,7 +199,7 @@ the extension; after it, the repository is as before:
   >       --config worker.backgroundclose=yes \
   >       --config worker.backgroundclosenative=$native \
   >       --config worker.backgroundcloseminfilecount=0 2>&1 | grep -v '^interrupted!$'
-  >     hg -R twice-$format-$native recover -q > /dev/null 2>&1
+  >     hg -R twice-$format-$native recover -q > /dev/null 2>&1 || [ $? = 1 ] || echo "recover failed"
   >     asnew twice-$format-$native
   >   done
   >   hg init twice-cg-$native
@@ -205,7 +208,7 @@ the extension; after it, the repository is as before:
   >     --config worker.backgroundclosenative=$native 2>&1 \
   >     | grep -v '^interrupted!$\|^transaction abort!$\|^rollback completed$' \
   >     | grep -v '^rollback failed - please run hg recover$\|^(failure reason: )$'
-  >   hg -R twice-cg-$native recover -q > /dev/null 2>&1
+  >   hg -R twice-cg-$native recover -q > /dev/null 2>&1 || [ $? = 1 ] || echo "recover failed"
   >   hg -R twice-cg-$native verify -q
   >   hg -R twice-cg-$native log -r tip -T '{rev}\n'
   > done

@@ -473,6 +473,7 @@ def test_file_closed_once_when_interrupted_after_it_was_queued():
     # (and the pool grows) before it is full (and the submitter waits)
     closer = closer_for(files, policy=closermod.BACKGROUND, threads=1,
                         maxthreads=8, maxqueue=16, window=1)
+    closer.start()  # the first thread; the test interrupts the next ones
     original_start = closer._start_workers
     calls = []
 
@@ -698,6 +699,7 @@ def test_a_taken_back_submission_is_not_waited_for():
     files = Files(latency=0.01)
     closer = closer_for(files, policy=closermod.BACKGROUND, threads=1,
                         maxthreads=8, maxqueue=16, window=1, tracknames=True)
+    closer.start()  # the first thread; the test interrupts the next ones
     original_start = closer._start_workers
     names = []
 
@@ -796,6 +798,7 @@ def test_a_stale_background_flag_never_queues_into_no_pool(monkeypatch):
     refusing_threads(monkeypatch, 0)
     files = Files()
     closer = closer_for(files, policy=closermod.BACKGROUND)
+    closer.start()
     assert closer.mode == closermod.INLINE and not closer._workers
     closer._policy.background = True  # what the other submitter saw
     closer.close('late', 'data/late.i')
@@ -914,6 +917,22 @@ def test_finish_told_of_an_interrupt_elsewhere_waits_only_its_grace():
         assert closer.abandoned
     finally:
         hung.set()
+
+
+def test_a_closer_starts_no_thread_before_its_owner_holds_it():
+    # Closer(...) returns, and a Ctrl-C lands before the owner stores it:
+    # threads started in the constructor would run with nobody left to
+    # finish them.  They start at start() or at the first close()
+    before = set(threading.enumerate())  # earlier tests' may end meanwhile
+    files = Files()
+    closer = closer_for(files, policy=closermod.BACKGROUND, threads=3)
+    assert not set(threading.enumerate()) - before
+    assert closer.threadcount == 0
+    closer.close('first')
+    assert closer.threadcount == 3
+    closer.finish()
+    assert files.closed == ['first']
+    assert not set(threading.enumerate()) - before
 
 
 def burn(seconds):

@@ -52,7 +52,7 @@ def test_bound_wrappers_get_their_session_first():
 
 def test_the_store_says_which_session_writes_into_it(tmp_path):
     storevfs = vfsmod.vfs(os.fsencode(str(tmp_path)))
-    session = object()
+    session = types.SimpleNamespace(running=True)
     assert seams.writing(storevfs) is None
     with pytest.raises(KeyboardInterrupt):
         with seams.attached(storevfs, session):
@@ -60,6 +60,10 @@ def test_the_store_says_which_session_writes_into_it(tmp_path):
             raise KeyboardInterrupt
     assert seams.writing(storevfs) is None
     assert not any('backgroundclose' in name for name in vars(storevfs))
+    # a mark an interrupt left behind names a session that has ended
+    seams.attached(storevfs, session).__enter__()
+    session.running = False
+    assert seams.writing(storevfs) is None
 
 
 def test_a_wrapper_left_in_a_chain_after_its_session_does_nothing(lanerepo):
@@ -86,3 +90,38 @@ def test_a_wrapper_left_in_a_chain_after_its_session_does_nothing(lanerepo):
     assert streamapply.write_files(apply, lambda info: 'core', []) == 'core'
     assert calls == [(b'data/a.i', b'ab'), (b'data/b.i', b'wb')]
     session.closer.finish(failing=True)
+
+
+class Other:
+    def call(self, value):
+        return ('core', value)
+
+
+def test_an_interrupt_right_after_a_wrapping_leaves_no_wrapper(monkeypatch):
+    # Ctrl-C as wrapfunction returns (CPython runs signal handlers right
+    # after a call): the wrapper is in place, and must still come off
+    real = seams.extensions.wrapfunction
+    calls = []
+
+    def wrapfunction(container, name, wrapper):
+        real(container, name, wrapper)
+        calls.append(name)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(seams.extensions, 'wrapfunction', wrapfunction)
+
+    def wrapper(session, orig, self, value):
+        return ('wrapped', orig(self, value))
+
+    seam = seams.installed(
+        seams.bound(None, [(Target, 'call', wrapper), (Other, 'call', wrapper)])
+    )
+    try:
+        seam.install()
+    except KeyboardInterrupt:
+        pass
+    else:
+        pytest.fail('the interrupt was lost')
+    assert Target().call(1) == ('core', 1)
+    assert Other().call(1) == ('core', 1)

@@ -435,8 +435,11 @@ class Closer:
 
         self._book = StatsBook(('close', 'close-background'))
         _live.add(self)
-        if self._policy.background:
-            self._start_workers(self._policy.threads)
+        # the threads of a closer that closes in the background from the
+        # outset start at start() or the first close(), never in here: an
+        # interrupt as the constructor returns would leave threads running
+        # that no owner ever finishes
+        self._startpending = self._policy.background
 
     @staticmethod
     def _owned_closer(closefn, owned):
@@ -533,6 +536,8 @@ class Closer:
         an interrupt while a descriptor waits for room on the C lane leaves
         it open and in ``owned``, the submitter's to clean up.
         """
+        if self._startpending:
+            self.start()
         if self._policy.background:
             self._submit(target, name)
         elif self._untimed > 0 and threading.get_ident() == self._owner:
@@ -551,6 +556,16 @@ class Closer:
             self._untimed = self._policy.sample_every - 1
         if self._laneused or self._raised < len(self._errors):
             self.raise_failure()
+
+    def start(self):
+        """start the threads a closer that closes in the background from
+        the outset begins with (``close()`` does, if not done yet): for an
+        owner that wants to know now whether any thread starts"""
+        with self._lock:
+            if self._startpending and not self._stopping:
+                self._start_workers(self._policy.threads)
+            # only once it returned: interrupted, the next close tries again
+            self._startpending = False
 
     def _submit(self, target, name):
         clock = self._clock

@@ -175,6 +175,8 @@ def step(orig, *args, **kwargs):
                     session.files.unwrap()
             failing = False
         finally:
+            # first: a seam an interrupt kept in place does nothing then
+            session.running = False
             session.finish(failing)
     except closermod.FileError as exc:
         # closed inline, raised on a later submission, or by finish()

@@ -25,6 +25,7 @@ is kept on the store's vfs (``attached``, ``writing``).
 """
 
 import functools
+import threading
 
 from mercurial import extensions
 
@@ -43,10 +44,18 @@ def bound(session, wrappers):
     ]
 
 
+# wrapping and unwrapping rebuild whole chains: one thread at a time
+_CHAINS = threading.Lock()
+
+
 def writing(storevfs):
     """the session writing into the store whose raw vfs is ``storevfs``,
-    or None"""
-    return getattr(storevfs, _WRITING, None)
+    or None.  A session that is not running any more does not count (an
+    interrupt may keep ``attached`` from taking its mark off again)."""
+    session = getattr(storevfs, _WRITING, None)
+    if session is None or not session.running:
+        return None
+    return session
 
 
 class attached:
@@ -83,18 +92,26 @@ class installed:
 
     def install(self):
         try:
-            for container, name, wrapper in self._wrappers:
-                extensions.wrapfunction(container, name, wrapper)
-                self._done.append((container, name, wrapper))
+            with _CHAINS:
+                for seam in self._wrappers:
+                    # listed first: an interrupt right after the wrapping
+                    # still finds it listed, for remove()
+                    self._done.append(seam)
+                    extensions.wrapfunction(*seam)
         except BaseException:
             self.remove()
             raise
         return self
 
     def remove(self):
-        while self._done:
-            container, name, wrapper = self._done.pop()
-            extensions.unwrapfunction(container, name, wrapper)
+        with _CHAINS:
+            while self._done:
+                container, name, wrapper = self._done[-1]
+                try:
+                    extensions.unwrapfunction(container, name, wrapper)
+                except ValueError:
+                    pass  # listed, then interrupted before the wrapping
+                self._done.pop()
 
     def __enter__(self):
         return self.install()

@@ -148,7 +148,9 @@ class ApplySession:
         """after a failure, once no thread writes or closes any more: close
         what an interrupt kept from the closer, remove what was written"""
         self.release_descriptors()
-        self.undo()
+        interrupted = self.undo()
+        if interrupted is not None:
+            raise interrupted
 
     def release_descriptors(self):
         """close what write_files opened and an interrupt kept from the
@@ -182,7 +184,22 @@ class ApplySession:
         while both may still be held, so that the transaction's own abort
         finds the space the apply used free again (on a full disk it needs
         some to flush its journal).
+
+        A take-back cut short would leave part of the apply behind: one
+        interrupt while it runs (a second Ctrl-C) is absorbed and the walk
+        done again whole, and returned for the caller to raise (None if
+        none came).  Another one goes through, so that a take-back hung
+        on a dead mount can still be left.
         """
+        try:
+            self._remove_written()
+            return None
+        except (KeyboardInterrupt, SystemExit) as exc:
+            interrupted = exc
+        self._remove_written()
+        return interrupted
+
+    def _remove_written(self):
         for root, before in self._before.items():
             if not os.path.isdir(root):
                 continue
@@ -210,7 +227,10 @@ class ApplySession:
         """
         tr = self._repo.currenttransaction()
         if tr is not None:
-            # one callback per category: registering again replaces it
+            # one callback per category: registering again replaces it.  The
+            # interrupt undo() absorbed is dropped: raised from here, it
+            # would keep the transaction from removing its journal, and the
+            # command fails already
             tr.addabort(b'backgroundclose-undo', lambda tr: self.undo())
 
     def check_complete(self):
@@ -291,6 +311,7 @@ class ApplySession:
         self.writers = closermod.Closer(
             expectedcount=-1, native=False, **options
         )
+        self.writers.start()
         if not self.writers.decisions.background:
             # no thread could be started: write here, as before, for good
             self.writepolicy.deferring = False
@@ -724,6 +745,8 @@ def _apply(session, orig, repo, fp, args, kwargs):
                     session.files.unwrap()
             failing = False
         finally:
+            # first: a seam an interrupt kept in place does nothing then
+            session.running = False
             # done already where the consumer left backgroundclosing()
             session.finish_closers(failing)
     except BaseException as exc:
