@@ -935,6 +935,46 @@ def test_a_closer_starts_no_thread_before_its_owner_holds_it():
     assert not set(threading.enumerate()) - before
 
 
+class Deferred:
+    """a file whose close would write it (as deferredwrite.FileWrite)"""
+
+    def __init__(self):
+        self.discarded = False
+
+    def discard(self):
+        self.discarded = True
+
+
+def test_an_interrupt_while_the_first_threads_start_still_closes_the_file():
+    # the first close() starts the threads, and starting one waits for it
+    # to run: a Ctrl-C there must not leave the file open (or a file whose
+    # close would write it, not written and not dropped)
+    files = Files()
+    closer = closer_for(files, policy=closermod.BACKGROUND, threads=4)
+    deferred = Deferred()
+    original_start = closer._start_workers
+
+    def interrupted_start(count):
+        original_start(min(count, 2))  # two threads run, then the signal
+        raise KeyboardInterrupt
+
+    closer._start_workers = interrupted_start
+    for target in ('first', deferred):
+        try:
+            closer.close(target, 'data/f.i')
+        except KeyboardInterrupt:
+            pass
+        else:
+            pytest.fail('the interrupt was lost')
+    assert files.closed == ['first'] and deferred.discarded
+    # the next close starts only the threads still missing
+    closer._start_workers = original_start
+    closer.close('second')
+    assert closer.threadcount == 4
+    run_bounded(closer.finish)
+    assert sorted(files.closed) == ['first', 'second']
+
+
 def burn(seconds):
     """spend ``seconds`` of this thread's CPU time, as a scan on close"""
     until = time.thread_time() + seconds

@@ -125,3 +125,20 @@ def test_an_interrupt_right_after_a_wrapping_leaves_no_wrapper(monkeypatch):
         pytest.fail('the interrupt was lost')
     assert Target().call(1) == ('core', 1)
     assert Other().call(1) == ('core', 1)
+
+
+def test_a_seam_that_cannot_be_wrapped_leaves_none_wrapped():
+    # all or nothing (the extension's setup relies on it): a function
+    # this Mercurial lacks fails the install, and the seams before it
+    # come off again
+    def wrapper(session, orig, self, value):
+        return ('wrapped', orig(self, value))
+
+    seam = seams.installed(
+        seams.bound(
+            None, [(Target, 'call', wrapper), (Other, 'missing', wrapper)]
+        )
+    )
+    with pytest.raises(AttributeError):
+        seam.install()
+    assert Target().call(1) == ('core', 1)

@@ -537,7 +537,12 @@ class Closer:
         it open and in ``owned``, the submitter's to clean up.
         """
         if self._startpending:
-            self.start()
+            try:
+                self.start()
+            except BaseException:
+                # interrupted while a thread started: the file is still ours
+                self._drop(target)
+                raise
         if self._policy.background:
             self._submit(target, name)
         elif self._untimed > 0 and threading.get_ident() == self._owner:
@@ -563,7 +568,10 @@ class Closer:
         owner that wants to know now whether any thread starts"""
         with self._lock:
             if self._startpending and not self._stopping:
-                self._start_workers(self._policy.threads)
+                # those missing: a start interrupted half-way is tried again
+                self._start_workers(
+                    max(0, self._policy.threads - self._running())
+                )
             # only once it returned: interrupted, the next close tries again
             self._startpending = False
 
@@ -624,19 +632,24 @@ class Closer:
                             self._forget_name_locked(name)
                         raise
             except BaseException:
-                # interrupted while queueing: the file is still ours.  One
-                # whose close would write it (deferredwrite.FileWrite) is
-                # dropped: nothing is written after an interrupt
+                # interrupted while queueing: the file is still ours
                 if not handed and not probing:
-                    if type(target) is int or not hasattr(target, 'discard'):
-                        close_quietly(target, self._closefn)
-                    else:
-                        target.discard()
+                    self._drop(target)
                 raise
             if handed:
                 self._handed(clock() - start)
                 return
         self._close_inline(target, name, start, probing)
+
+    def _drop(self, target):
+        """an interrupt kept ``target`` from being closed or handed over:
+        close it here.  One whose close would write it
+        (deferredwrite.FileWrite) is dropped: nothing is written after an
+        interrupt"""
+        if type(target) is int or not hasattr(target, 'discard'):
+            close_quietly(target, self._closefn)
+        else:
+            target.discard()
 
     def _handed(self, duration):
         """a file was handed over in ``duration`` seconds: what background

@@ -107,10 +107,14 @@ class installed:
         with _CHAINS:
             while self._done:
                 container, name, wrapper = self._done[-1]
+                # listed, then interrupted or failed before the wrapping:
+                # not in the chain (or no such function)
                 try:
+                    chain = extensions.getwrapperchain(container, name)
+                except Exception:
+                    chain = ()
+                if any(w is wrapper for w in chain):
                     extensions.unwrapfunction(container, name, wrapper)
-                except ValueError:
-                    pass  # listed, then interrupted before the wrapping
                 self._done.pop()
 
     def __enter__(self):
