@@ -259,3 +259,34 @@ def test_a_failed_open_or_mkdir_aborts_as_a_failed_write_does(
                               % bytes(tmp_path)), message
     assert message.endswith(b'.i: Permission denied'), message
     assert os.listdir(tmp_path) == []
+
+
+def test_an_interrupt_as_the_work_directory_is_made_leaves_nothing(
+    tmp_path, monkeypatch
+):
+    # a Ctrl-C right as the directory is made (CPython runs signal
+    # handlers as a call returns): the cleanup must know its name already
+    real = os.mkdir
+
+    def mkdir_then_interrupted(name, *args, **kwargs):
+        real(name, *args, **kwargs)
+        if b'hg-probeclose-' in os.fsencode(name):
+            raise Interrupted
+
+    monkeypatch.setattr(os, 'mkdir', mkdir_then_interrupted)
+    with pytest.raises(Interrupted):
+        probemod.run(make_ui(), None, bytes(tmp_path), {})
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_directory_it_cannot_write_in_aborts(tmp_path, monkeypatch):
+    def refused(name, *args, **kwargs):
+        raise OSError(errno.EACCES, os.strerror(errno.EACCES), name)
+
+    monkeypatch.setattr(os, 'mkdir', refused)
+    with pytest.raises(error.Abort) as caught:
+        probemod.run(make_ui(), None, bytes(tmp_path), {})
+    assert bytes(caught.value.message) == (
+        b'cannot write in %s: Permission denied' % bytes(tmp_path)
+    )
+    assert os.listdir(tmp_path) == []

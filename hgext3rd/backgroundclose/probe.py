@@ -36,7 +36,6 @@ bound.
 import os
 import shutil
 import sys
-import tempfile
 
 from mercurial.i18n import _
 from mercurial import (
@@ -271,18 +270,21 @@ def run(ui, repo, dest, opts):
         # a template that does not parse aborts here, before any file is
         # written
         fm.datahint()
-        try:
-            workdir = tempfile.mkdtemp(prefix=b'hg-probeclose-', dir=parent)
-            # named as the user gave its parent (Python 3.12 and later
-            # return an absolute path)
-            workdir = os.path.join(parent, os.path.basename(workdir))
-        except OSError as exc:
-            raise error.Abort(
-                _(b'cannot write in %s: %s')
-                % (parent, stringutil.forcebytestr(exc.strerror or exc))
-            )
+        # named before it exists, so that the cleanup below knows it
+        # whenever an interrupt lands (one right after mkdtemp() returned
+        # lost the name); 96 random bits: no other directory has it
+        workdir = os.path.join(
+            parent, b'hg-probeclose-' + os.urandom(12).hex().encode('ascii')
+        )
         probe = Probe()
         try:
+            try:
+                os.mkdir(workdir, 0o700)
+            except OSError as exc:
+                raise error.Abort(
+                    _(b'cannot write in %s: %s')
+                    % (parent, stringutil.forcebytestr(exc.strerror or exc))
+                )
             probe.write_files(workdir, FILES, fsync=False)
             probe.write_files(workdir, FSYNC_FILES, fsync=True)
         except closermod.FileError as exc:
