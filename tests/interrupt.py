@@ -36,7 +36,9 @@ A line more if a finalizer of the extension's raised (Python would print
 Those of Mercurial's own code are not printed: when a second Ctrl-C cuts
 core's abort of a transaction short, core's transaction finalizer tries the
 abort again and fails, with or without the extension, at a moment that
-depends on the garbage collector.
+depends on the garbage collector.  Nor is a KeyboardInterrupt raised as a
+finalizer begins (where Python checks for signals), which no code can
+catch.
 """
 
 import gc
@@ -141,7 +143,9 @@ def main(argv):
     ignored = []
 
     def unraisable(info):
-        if from_the_extension(info):
+        if from_the_extension(info) and not issubclass(
+            info.exc_type, (KeyboardInterrupt, SystemExit)
+        ):
             ignored.append(
                 '%s in %r' % (info.exc_type.__name__, info.object)
             )

@@ -72,19 +72,27 @@ The report as JSON, one object per apply:
   ['count', 'max', 'mean', 'seconds']
   adaptive True
 
-Every format counts one open and one close per file, and the bytes written
-add up to the data in the bundle:
+Every format counts one open and one close per file (by the closer, or by
+a writer thread that wrote the file whole), and the bytes written add up to
+the data in the bundle; also with writer threads forced on:
 
-  $ for format in v1 v2 v3; do
-  >   hg init count-$format
-  >   hg -R count-$format -q debugapplystreamclonebundle -T json $format.hg > $format.json
-  >   python3 -c "
+  $ for writers in false true; do
+  >   for format in v1 v2 v3; do
+  >     hg init count-$format-$writers
+  >     hg -R count-$format-$writers -q debugapplystreamclonebundle -T json \
+  >       $format.hg --config worker.backgroundclosewrites=$writers > $format.json
+  >     python3 -c "
   > import json
   > [r] = json.load(open('$format.json'))
   > ops = r['ops']
-  > print(r['format'], ops['open']['count'] == ops['close']['count'] == r['files'],
+  > closed = ops['close']['count'] + ops['close-written']['count']
+  > print(r['format'], ops['open']['count'] == closed == r['files'],
   >       ops['write']['count'] >= r['files'] - 5, r['bytes'] > 300 * 100)"
+  >   done
   > done
+  v1 True True True
+  v2 True True True
+  v3 True True True
   v1 True True True
   v2 True True True
   v3 True True True

@@ -11,6 +11,12 @@ openssh-server not installed (`python3 bench/sshfs.py --check` says which;
 
   $ python3 "$TESTDIR/../bench/sshfs.py" --check > /dev/null || exit 80
   $ . "$TESTDIR/setup.sh"
+
+Writer threads adaptive, as a user has them (setup.sh turns them off):
+
+  $ sed -i '/^backgroundclosewrites = false$/d' "$HGRCPATH"
+  $ hg config worker.backgroundclosewrites
+  [1]
   $ makerepo src 150
   $ hg -R src debugcreatestreamclonebundle v1.hg > /dev/null
   $ hg -R src bundle -q -a --type 'none-v2;stream=v3-exp' \
