@@ -64,6 +64,7 @@ Without the extension, settings it adds do not disturb Mercurial:
   > HGRC
   $ hg --config extensions.backgroundclose=! init plain
   $ hg --config extensions.backgroundclose=! -R plain config worker
+  worker.backgroundclosewrites=false
   worker.backgroundclosemaxthreadcount=16
   worker.backgroundclosethreshold=50
   worker.backgroundclosereport=json
