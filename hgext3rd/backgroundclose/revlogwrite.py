@@ -171,11 +171,11 @@ def step(orig, *args, **kwargs):
                 try:
                     result = orig(*args, **kwargs)
                 finally:
-                    session.running = False
                     session.files.unwrap()
             failing = False
         finally:
-            # first: a seam an interrupt kept in place does nothing then
+            # first, also when installing the seams was interrupted: a seam
+            # left in place (or in another extension's chain) does nothing
             session.running = False
             session.finish(failing)
     except closermod.FileError as exc:

@@ -741,11 +741,11 @@ def _apply(session, orig, repo, fp, args, kwargs):
                 try:
                     result = orig(repo, fp, *args, **kwargs)
                 finally:
-                    session.running = False
                     session.files.unwrap()
             failing = False
         finally:
-            # first: a seam an interrupt kept in place does nothing then
+            # first, also when installing the seams was interrupted: a seam
+            # left in place (or in another extension's chain) does nothing
             session.running = False
             # done already where the consumer left backgroundclosing()
             session.finish_closers(failing)
