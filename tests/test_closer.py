@@ -791,6 +791,124 @@ def test_a_thread_interrupted_in_its_start_is_still_waited_for(monkeypatch):
     assert sorted(files.closed) == list(range(len(files.closed)))
 
 
+def interrupting_at_bytecode(code, count):
+    """a tracer for sys.settrace() that raises KeyboardInterrupt at the
+    ``count``-th bytecode run in frames of ``code``, as a signal can; it
+    records whether it did, and Python unsets it once it has raised"""
+    seen = [0]
+    raised = []
+
+    def local(frame, event, arg):
+        if event == 'opcode':
+            seen[0] += 1
+            if seen[0] == count:
+                raised.append(count)
+                raise KeyboardInterrupt
+        return local
+
+    def tracer(frame, event, arg):
+        if frame.f_code is code:
+            frame.f_trace_opcodes = True
+            return local
+        return None
+
+    return tracer, raised
+
+
+def growing_closer(files):
+    """two threads at the first close, growing to four: the worker is
+    slower than submitting"""
+    return closer_for(files, policy=closermod.BACKGROUND, threads=2,
+                      maxthreads=4, maxqueue=8, window=1)
+
+
+def submit_through_interrupts(closer, count):
+    for target in range(count):
+        try:
+            closer.close(target, 'f%d' % target)
+        except KeyboardInterrupt:
+            pass
+
+
+def assert_finished_and_joined(closer, files, count, before):
+    run_bounded(lambda: closer.finish(failing=True))
+    assert sorted(files.closed) == list(range(count))
+    # threading lists a thread whose start() was cut short before it was
+    # made, forever: it has no ident
+    left = [t for t in set(threading.enumerate()) - before
+            if t.name.startswith('backgroundclose-') and t.ident is not None]
+    for thread in left:  # one that runs unlisted returns at once
+        thread.join(5)
+    assert not [t for t in left if t.is_alive()]
+
+
+def test_an_interrupt_at_any_bytecode_of_a_worker_start(monkeypatch):
+    # one run for each bytecode the closer runs to start its threads (two
+    # at the first close, then two more as it grows), interrupted there:
+    # the CI failure of stop 22 was one between listing a thread and
+    # counting it.  In this frame start() either was not called or has
+    # returned: a thread without an ident never runs, no need to wait long
+    monkeypatch.setattr(Closer, 'START_GRACE', 0.01)
+    count = 0
+    while True:
+        count += 1
+        files = Files(latency=0.0005)
+        closer = growing_closer(files)
+        before = set(threading.enumerate())
+        tracer, raised = interrupting_at_bytecode(
+            Closer._start_workers.__code__, count
+        )
+        sys.settrace(tracer)
+        try:
+            submit_through_interrupts(closer, 40)
+        finally:
+            sys.settrace(None)
+        assert_finished_and_joined(closer, files, 40, before)
+        if not raised:
+            break  # past the last bytecode of the last start
+    assert count > 50, count
+
+
+# where Thread.start() makes the thread: a private name, by release
+_MAKE_THREAD = next(
+    (name for name in ('_start_joinable_thread', '_start_new_thread')
+     if hasattr(threading, name)),
+    None,
+)
+
+
+@pytest.mark.skipif(
+    _MAKE_THREAD is None,
+    reason='this Python makes threads in a way the test does not know',
+)
+@pytest.mark.parametrize('which', [1, 3])  # the first start, a growth
+@pytest.mark.parametrize('made', [False, True], ids=['before', 'after'])
+def test_an_interrupt_as_the_system_makes_a_thread(monkeypatch, made, which):
+    # a signal inside Thread.start(), just before or just after the thread
+    # is made: the closer cannot tell which, and must neither wait for a
+    # thread that never runs nor leave one running unjoined
+    monkeypatch.setattr(Closer, 'START_GRACE', 0.5)
+    original = getattr(threading, _MAKE_THREAD)
+    calls = []
+
+    def make_thread(*args, **kwargs):
+        calls.append(None)
+        if len(calls) != which:
+            return original(*args, **kwargs)
+        if made:
+            original(*args, **kwargs)
+        raise KeyboardInterrupt
+
+    files = Files(latency=0.002)
+    closer = growing_closer(files)
+    before = set(threading.enumerate())
+    monkeypatch.setattr(threading, _MAKE_THREAD, make_thread)
+    submit_through_interrupts(closer, 40)
+    monkeypatch.setattr(threading, _MAKE_THREAD, original)
+    assert len(calls) >= which, 'the pool never made that thread'
+    assert_finished_and_joined(closer, files, 40, before)
+
+
 def test_a_stale_background_flag_never_queues_into_no_pool(monkeypatch):
     # a second submitter read ``background`` unlocked just before the
     # switch found no thread would start: its file is closed here, never

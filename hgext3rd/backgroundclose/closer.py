@@ -338,6 +338,9 @@ class Closer:
     # finish(): after an interrupt, the most seconds it still waits for
     # closes that hang
     GRACE = 5.0
+    # how long a thread whose start() was interrupted may take to run before
+    # it is taken for one that never will (see _settle_starts_locked)
+    START_GRACE = 1.0
 
     def __init__(
         self,
@@ -393,17 +396,20 @@ class Closer:
         self._work = threading.Condition(self._lock)  # workers wait for items
         self._room = threading.Condition(self._lock)  # submitters wait for room
         self._items = collections.deque()
-        # taken by a worker and not closed yet; with what is queued, all
-        # that is pending (counted by the workers alone, so that a signal
-        # in the submitter can never leave the count wrong)
-        self._inflight = 0
+        # worker thread's ident -> the file it took and has not closed yet;
+        # with what is queued, all that is pending (kept by the workers
+        # alone, so that a signal in the submitter can never leave it wrong)
+        self._closing = {}
         self._idle = 0  # workers waiting for an item
         self._roomwaiters = 0
         self._stopping = False
+        # threads listed before their start(); an interrupt in it may have
+        # left one that never ran, until _settle_starts_locked()
         self._workers = []
-        # threads started and not yet returned from _worker(); finish()
-        # waits for none to be left, then joins them
-        self._launched = 0
+        # how many of them returned from _worker(); finish() waits for all,
+        # then joins them (counted by the threads alone: no signal in the
+        # owner can leave it wrong)
+        self._returned = 0
         self._exited = threading.Condition(self._lock)
         self._errors = []
         self._raised = 0  # how many of _errors were already raised
@@ -751,7 +757,15 @@ class Closer:
 
     def _pending_count(self):
         """Python threads: files queued or being closed"""
-        return len(self._items) + self._inflight
+        return len(self._items) + len(self._closing)
+
+    def holds(self, target):
+        """whether ``target`` was handed over and is not closed yet: queued,
+        or being closed by a thread"""
+        with self._lock:
+            return any(
+                taken is target for taken in self._closing.values()
+            ) or any(queued is target for queued, _name in self._items)
 
     def _forget_name_locked(self, name):
         """one file handed over under ``name`` is closed, or was taken
@@ -843,35 +857,74 @@ class Closer:
                 name='backgroundclose-%d' % len(self._workers),
             )
             worker.daemon = True
-            # listed and counted before start(): an interrupt inside
-            # start() lands once the thread runs, and it must be waited for
-            self._workers.append(worker)
-            self._launched += 1
             try:
+                # listed before start(): a thread that runs must be known
+                # to finish(); one that finds itself unlisted leaves at
+                # once (see _worker)
+                self._workers.append(worker)
                 worker.start()
             except (RuntimeError, MemoryError):  # "can't start new thread"
                 # no thread exists: forget it
-                self._workers.pop()
-                self._launched -= 1
+                self._unlist_locked(worker)
                 self._refused(len(self._workers))
                 return
+            except BaseException:
+                # an interrupt cut start() short: the thread may run, or
+                # never will
+                self._settle_starts_locked()
+                raise
+
+    def _unlist_locked(self, worker):
+        if worker in self._workers:
+            self._workers.remove(worker)
+
+    def _settle_starts_locked(self, deadline=None):
+        """forget the listed threads that never ran
+
+        A thread has an ident from the moment it runs; one still without
+        one had its start() cut short by an interrupt, either before the
+        system made it or while start() waited for it to run.  Which of
+        the two is not known from outside, so it gets START_GRACE seconds
+        (or until ``deadline``) to show up; one that shows up later finds
+        itself unlisted and returns without touching a file.
+        """
+        end = None
+        for worker in list(self._workers):
+            while worker.ident is None:
+                now = time.monotonic()
+                if end is None:
+                    end = now + self.START_GRACE
+                    if deadline is not None:
+                        end = min(end, deadline)
+                if now >= end:
+                    self._unlist_locked(worker)
+                    break
+                # with the lock held: the thread needs only the GIL to run
+                time.sleep(0.001)
 
     def _refused(self, running):
         """the system started only ``running`` threads of those asked"""
         self._policy.refused(running)
 
     def _worker(self):
-        if _WORKER_BLOCKS is not None:
-            signal.pthread_sigmask(signal.SIG_BLOCK, _WORKER_BLOCKS)
-        clock = self._clock
-        closefn = self._closefn
         lock = self._lock
-        items = self._items
-        # one critical section per close: account for the last close and
-        # take the next item together, so that a busy worker needs the GIL
-        # once per close
         lock.acquire()
+        if threading.current_thread() not in self._workers:
+            # its start() was cut short and _settle_starts_locked() gave up
+            # on it: nobody will wait for it, so it touches nothing
+            lock.release()
+            return
         try:
+            if _WORKER_BLOCKS is not None:
+                signal.pthread_sigmask(signal.SIG_BLOCK, _WORKER_BLOCKS)
+            clock = self._clock
+            closefn = self._closefn
+            items = self._items
+            closing = self._closing
+            me = threading.get_ident()
+            # one critical section per close: account for the last close
+            # and take the next item together, so that a busy worker needs
+            # the GIL once per close
             stat = self._book.mine()['close-background']
             while True:
                 while not items:
@@ -881,7 +934,7 @@ class Closer:
                     self._work.wait()
                     self._idle -= 1
                 target, name = items.popleft()
-                self._inflight += 1
+                closing[me] = target
                 lock.release()
                 error = None
                 start = clock()
@@ -892,14 +945,14 @@ class Closer:
                 duration = clock() - start
                 stat.add(duration)
                 lock.acquire()
-                self._inflight -= 1
+                del closing[me]
                 self._forget_name_locked(name)
                 if error is not None:
                     self._errors.append(error)
                 if self._roomwaiters:
                     self._room.notify_all()
         finally:
-            self._launched -= 1
+            self._returned += 1
             self._exited.notify_all()
             lock.release()
 
@@ -1049,9 +1102,10 @@ class Closer:
         with self._lock:
             self._stopping = True
             self._work.notify_all()
-            # every thread ever started, listed or not, has returned from
-            # _worker() (one interrupted inside its start() included)
-            while self._launched:
+            # a double interrupt can leave a start unsettled
+            self._settle_starts_locked(deadline)
+            # every listed thread has returned from _worker()
+            while self._returned < len(self._workers):
                 # timed: a wait without one may not notice a signal the
                 # kernel delivered to another thread
                 left = _POLL
@@ -1062,6 +1116,13 @@ class Closer:
                 self._exited.wait(left)
         for worker in self._workers:
             worker.join()  # returned from _worker() already
+        # queued for threads that never ran (each start cut short by an
+        # interrupt, so the command is failing): dropped here as by any
+        # interrupt, each taken out of the queue first, so that a second
+        # interrupt in between leaks it rather than closes it twice
+        items = self._items
+        while items:
+            self._drop(items.popleft()[0])
         lane = self._lane
         if lane is not None:
             left = -1.0
@@ -1098,11 +1159,11 @@ class Closer:
         # the child shares with the parent
         self._parentitems = self._items
         self._items = collections.deque()
-        self._inflight = 0
+        self._closing = {}
         self._idle = 0
         self._roomwaiters = 0
         self._workers = []
-        self._launched = 0
+        self._returned = 0
         # the parent's failures are the parent's to raise
         self._raised = len(self._errors)
         self._stopping = True

@@ -241,9 +241,21 @@ class HandedOverFile:
             except closermod.FileError:
                 self._closed = True  # closed by flush_for_handover
                 raise
-            # an interrupt before this leaves it to _close_here()
-            self._closed = True
-            self._closer.close(fp, name)
+            try:
+                # an interrupt before this leaves it to _close_here()
+                self._closed = True
+                self._closer.close(fp, name)
+            except closermod.FileError:
+                raise  # closed, or its close failed: not tried again
+            except BaseException:
+                # an interrupt as close() began can come before the closer
+                # took fp, which would leave it to the garbage collector.
+                # Closed here unless the closer holds it: a file object
+                # closed twice closes its descriptor once, but would wait
+                # here for a thread's close that hangs
+                if not self._closer.holds(fp):
+                    closermod.close_quietly(fp)
+                raise
         else:
             try:
                 closermod.flush_for_handover(fp, name)
