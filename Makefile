@@ -22,7 +22,8 @@ OLDEST := $(firstword $(MATRIX))
 UNSUPPORTED ?= 6.4.5
 
 .PHONY: all test unit cram demo shim venv clean test-matrix test-oldest \
-	test-unsupported test-python soak test-upstream test-upstream-oldest \
+	test-unsupported test-python soak soak-interrupts test-upstream \
+	test-upstream-oldest \
 	test-upstream-ci realfs-deps \
 	bench bench-all bench-realfs bench-full bench-cg bench-releases
 
@@ -160,6 +161,15 @@ soak: $(STAMP) $(SHIM)
 		--runs $(SOAK_RUNS) --peak-rss $(if $(SOAK_SEED),--seed $(SOAK_SEED))
 	FUZZ_RANDOM=1 FUZZ_EXAMPLES=200 $(BIN)/python -m pytest -q \
 		tests/test_fuzz_streams.py
+
+# Ctrl-C pressed twice, the second at a random moment, INTERRUPT_RUNS times
+# over both pools and three apply paths (not part of make test, about 40 s
+# a run); INTERRUPT_BUSY processes burn CPU meanwhile, as on a loaded CI
+INTERRUPT_RUNS ?= 20
+INTERRUPT_BUSY ?= 0
+soak-interrupts: $(STAMP) $(SHIM)
+	PATH="$(CURDIR)/$(BIN):$$PATH" SLOWCLOSE_SO="$(CURDIR)/$(SHIM)" \
+		bash tests/soak-interrupts.sh $(INTERRUPT_RUNS) $(INTERRUPT_BUSY)
 
 demo: $(STAMP) $(SHIM)
 	$(BIN)/python bench/demo.py --hg $(BIN)/hg --shim $(SHIM)

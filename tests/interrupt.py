@@ -7,8 +7,8 @@
 """usage: interrupt.py SIGNAL WATCHDIR COUNT -- HG-ARGS...
 
 (SIGNAL NONE: no signal, for the same checks after a command that ran to
-its end; INTx2 or TERMx2: the signal twice, 50 ms apart, as a user who
-presses Ctrl-C twice.)
+its end; INTx2 or TERMx2: the signal twice, 50 ms apart or INTERRUPT_GAP
+seconds, as a user who presses Ctrl-C twice.)
 
 Runs ``hg HG-ARGS`` through Mercurial's dispatcher in this very process, so
 that what the command leaves behind in the process can be checked: once
@@ -63,6 +63,11 @@ except ImportError:
 # about 200 revlogs for writing to truncate them), so a timed assertion
 # would fail there.  The rollback creates no file.
 STOPPED_WITHIN = 50
+
+# INTx2, TERMx2: seconds between the two signals (tests/soak-interrupts.sh
+# draws it at random to land the second one anywhere in the first one's
+# handling)
+SECOND_SIGNAL_AFTER = float(os.environ.get('INTERRUPT_GAP') or 0.05)
 
 
 
@@ -130,7 +135,7 @@ def main(argv):
                     if times == 2:
                         # lands in whatever the first one started: the
                         # closer's finishing, a rollback
-                        finished.wait(0.05)
+                        finished.wait(SECOND_SIGNAL_AFTER)
                         if not finished.is_set():
                             os.kill(os.getpid(), signum)
                     break

@@ -830,16 +830,29 @@ def submit_through_interrupts(closer, count):
             pass
 
 
-def assert_finished_and_joined(closer, files, count, before):
+def recording_starts(monkeypatch):
+    """every thread the closer starts (or tries to), in a list"""
+    original = threading.Thread.start
+    started = []
+
+    def start(thread):
+        if thread.name.startswith('backgroundclose-'):
+            started.append(thread)
+        return original(thread)
+
+    monkeypatch.setattr(threading.Thread, 'start', start)
+    return started
+
+
+def assert_finished_and_joined(closer, files, count, started):
     run_bounded(lambda: closer.finish(failing=True))
     assert sorted(files.closed) == list(range(count))
-    # threading lists a thread whose start() was cut short before it was
-    # made, forever: it has no ident
-    left = [t for t in set(threading.enumerate()) - before
-            if t.name.startswith('backgroundclose-') and t.ident is not None]
-    for thread in left:  # one that runs unlisted returns at once
-        thread.join(5)
-    assert not [t for t in left if t.is_alive()]
+    # every thread that was made (it has an ident) is the closer's, and
+    # finish() joined it
+    made = [t for t in started if t.ident is not None]
+    assert made
+    assert not [t for t in made if t not in closer._workers]
+    assert not [t for t in made if t.is_alive()]
 
 
 def test_an_interrupt_at_any_bytecode_of_a_worker_start(monkeypatch):
@@ -854,7 +867,7 @@ def test_an_interrupt_at_any_bytecode_of_a_worker_start(monkeypatch):
         count += 1
         files = Files(latency=0.0005)
         closer = growing_closer(files)
-        before = set(threading.enumerate())
+        started = recording_starts(monkeypatch)
         tracer, raised = interrupting_at_bytecode(
             Closer._start_workers.__code__, count
         )
@@ -863,7 +876,7 @@ def test_an_interrupt_at_any_bytecode_of_a_worker_start(monkeypatch):
             submit_through_interrupts(closer, 40)
         finally:
             sys.settrace(None)
-        assert_finished_and_joined(closer, files, 40, before)
+        assert_finished_and_joined(closer, files, 40, started)
         if not raised:
             break  # past the last bytecode of the last start
     assert count > 50, count
@@ -901,12 +914,49 @@ def test_an_interrupt_as_the_system_makes_a_thread(monkeypatch, made, which):
 
     files = Files(latency=0.002)
     closer = growing_closer(files)
-    before = set(threading.enumerate())
+    started = recording_starts(monkeypatch)
     monkeypatch.setattr(threading, _MAKE_THREAD, make_thread)
     submit_through_interrupts(closer, 40)
     monkeypatch.setattr(threading, _MAKE_THREAD, original)
     assert len(calls) >= which, 'the pool never made that thread'
-    assert_finished_and_joined(closer, files, 40, before)
+    assert_finished_and_joined(closer, files, 40, started)
+
+
+def test_a_second_interrupt_while_a_start_is_settled_leaves_no_phantom(
+    monkeypatch,
+):
+    # the first signal cuts the only thread's start() short before the
+    # thread is made, the second lands while the closer waits to see
+    # whether it runs: the closer must not go on counting a thread that
+    # never runs, and wait for room it would make
+    started = recording_starts(monkeypatch)
+    recorded = threading.Thread.start
+    original_sleep = time.sleep
+    interrupts = []
+
+    def start(thread):
+        if thread.name.startswith('backgroundclose-') and not interrupts:
+            interrupts.append('start')
+            raise KeyboardInterrupt
+        return recorded(thread)
+
+    def sleep(seconds):
+        caller = sys._getframe(1).f_code.co_name
+        if caller == '_settle_starts_locked' and len(interrupts) == 1:
+            interrupts.append('settle')
+            raise KeyboardInterrupt
+        return original_sleep(seconds)
+
+    monkeypatch.setattr(Closer, 'START_GRACE', 0.05)
+    files = Files(latency=0.001)
+    closer = closer_for(files, policy=closermod.BACKGROUND, threads=1,
+                        maxthreads=1, maxqueue=4)
+    monkeypatch.setattr(threading.Thread, 'start', start)
+    monkeypatch.setattr(closermod.time, 'sleep', sleep)
+    run_bounded(lambda: submit_through_interrupts(closer, 40))
+    monkeypatch.undo()
+    assert interrupts == ['start', 'settle']
+    assert_finished_and_joined(closer, files, 40, started)
 
 
 def test_a_stale_background_flag_never_queues_into_no_pool(monkeypatch):

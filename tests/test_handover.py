@@ -41,7 +41,8 @@ class File:
 
 def python_pool():
     return closermod.Closer(
-        policy=closermod.BACKGROUND, native=False, fdroom=None, threads=1
+        policy=closermod.BACKGROUND, native=False, fdroom=None, threads=1,
+        owned=set(),
     )
 
 
@@ -74,10 +75,12 @@ def test_an_interrupt_once_the_closer_holds_the_file_leaves_it_there(
     closer = python_pool()
     fp = File()
     proxy = handover.HandedOverFile(fp, closer, b'data/a.i')
+    taken = threading.Event()
     release = threading.Event()
     original = closer._closefn
 
     def held_close(target):
+        taken.set()
         release.wait(10)
         original(target)
 
@@ -86,7 +89,11 @@ def test_an_interrupt_once_the_closer_holds_the_file_leaves_it_there(
 
     def interrupted_after(target, name=None):
         submit(target, name)
-        assert closer.holds(target)
+        assert closer.holds(target)  # queued
+        with closer._lock:
+            closer._work.notify_all()  # one file: no batch wakes a thread
+        assert taken.wait(10)
+        assert closer.holds(target)  # being closed
         raise KeyboardInterrupt
 
     monkeypatch.setattr(closer, 'close', interrupted_after)
@@ -98,3 +105,28 @@ def test_an_interrupt_once_the_closer_holds_the_file_leaves_it_there(
     closer.finish()
     assert fp.closedby == ['backgroundclose-0']
     assert not closer.holds(fp)
+
+
+def test_a_file_an_interrupt_kept_from_its_close_is_released():
+    # the signal lands between core's open and its close (or its with
+    # block): the session's release() closes the file object, where the
+    # garbage collector would only once nothing holds it any more (a
+    # traceback can, for long); what was handed over is the closer's
+    closer = python_pool()
+    files = handover.OwnedFiles(closer)
+    kept, handed, failed = File(), File(), File()
+    proxies = [
+        handover.HandedOverFile(fp, closer, b'data/%d.i' % i, files=files)
+        for i, fp in enumerate((kept, handed, failed))
+    ]
+    proxies[1].close()
+    with pytest.raises(ValueError):
+        with proxies[2]:
+            raise ValueError('core failed while writing it')
+    closer.finish(failing=True)
+    files.release()
+    assert kept.closedby == [threading.current_thread().name]
+    assert handed.closedby == ['backgroundclose-0']
+    assert failed.closedby == [threading.current_thread().name]
+    files.release()  # each once
+    assert len(kept.closedby + handed.closedby + failed.closedby) == 3

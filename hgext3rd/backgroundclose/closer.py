@@ -616,8 +616,7 @@ class Closer:
                         elif policy.take_probe():
                             probing = True
                         else:
-                            self._enqueue_locked(target, name)
-                            handed = True
+                            handed = self._enqueue_locked(target, name)
                     except BaseException:
                         # a signal raised after the file was queued (starting
                         # a worker waits, and so can be interrupted): take
@@ -724,11 +723,17 @@ class Closer:
         return _HANDED
 
     def _enqueue_locked(self, target, name):
+        """queue ``target``: True, or False if no thread is left to close
+        it (the closer stopped while this waited for room, or every
+        thread's start was cut short): the caller closes it"""
         while self._pending_count() >= self.maxqueue:
             if len(self._workers) < self.maxthreads:
                 # the pool is too small for this latency: grow it now
                 self._start_workers(1)
-            self._wait_for_a_close_locked()
+            if not self._wait_for_a_close_locked():
+                return False
+        if self._stopping:
+            return False
         # the hand-over: one step.  An interrupt after it (in any step
         # below) is taken back by _submit(), the lock still held
         self._items.append((target, name))
@@ -754,6 +759,7 @@ class Closer:
         ):
             self._work.notify()
         self._account_locked()
+        return True
 
     def _pending_count(self):
         """Python threads: files queued or being closed"""
@@ -788,13 +794,20 @@ class Closer:
 
     def _wait_for_a_close_locked(self):
         """with the lock held: wake the workers (parked ones wait for a
-        batch otherwise) and wait until one of them finishes a close"""
+        batch otherwise) and wait until one of them finishes a close, or a
+        while: True, or False if no thread is left to wait for (every
+        listed thread's start was cut short, or the closer stopped)"""
+        self._settle_starts_locked()
+        if not self._workers or self._stopping:
+            return False
         self._work.notify_all()
         self._roomwaiters += 1
         try:
-            self._room.wait()
+            # timed: a start cut short is settled, a stop noticed
+            self._room.wait(_POLL)
         finally:
             self._roomwaiters -= 1
+        return True
 
     def _learn_inline(self, duration):
         # called by whichever thread closed inline; a race between two
@@ -889,24 +902,37 @@ class Closer:
         itself unlisted and returns without touching a file.
         """
         end = None
+        interrupted = None
         for worker in list(self._workers):
             while worker.ident is None:
-                now = time.monotonic()
-                if end is None:
-                    end = now + self.START_GRACE
-                    if deadline is not None:
-                        end = min(end, deadline)
-                if now >= end:
-                    self._unlist_locked(worker)
-                    break
-                # with the lock held: the thread needs only the GIL to run
-                time.sleep(0.001)
+                # bounded, so interrupts wait until it is done: cut short,
+                # it would leave a thread listed that never runs, and
+                # whoever waits for closes would wait for it
+                try:
+                    now = time.monotonic()
+                    if end is None:
+                        end = now + self.START_GRACE
+                        if deadline is not None:
+                            end = min(end, deadline)
+                    if now >= end:
+                        self._unlist_locked(worker)
+                        break
+                    # with the lock held: the thread needs only the GIL
+                    time.sleep(0.001)
+                except (KeyboardInterrupt, SystemExit) as exc:
+                    if interrupted is None:
+                        interrupted = exc
+        if interrupted is not None:
+            raise interrupted
 
     def _refused(self, running):
         """the system started only ``running`` threads of those asked"""
         self._policy.refused(running)
 
     def _worker(self):
+        if _WORKER_BLOCKS is not None:
+            # first: the owner thread is the one to get Ctrl-C
+            signal.pthread_sigmask(signal.SIG_BLOCK, _WORKER_BLOCKS)
         lock = self._lock
         lock.acquire()
         if threading.current_thread() not in self._workers:
@@ -915,8 +941,6 @@ class Closer:
             lock.release()
             return
         try:
-            if _WORKER_BLOCKS is not None:
-                signal.pthread_sigmask(signal.SIG_BLOCK, _WORKER_BLOCKS)
             clock = self._clock
             closefn = self._closefn
             items = self._items
@@ -1017,7 +1041,8 @@ class Closer:
             return
         with self._lock:
             while self._pending_count():
-                self._wait_for_a_close_locked()
+                if not self._wait_for_a_close_locked():
+                    return  # what is left queued, finish() drops
 
     def wait_for(self, name):
         """wait until no file handed over under ``name`` is still open
@@ -1042,7 +1067,8 @@ class Closer:
             return
         with self._lock:
             while name in queuednames:
-                self._wait_for_a_close_locked()
+                if not self._wait_for_a_close_locked():
+                    return  # what is left queued, finish() drops
 
     def has_pending_any(self):
         """whether any file handed over under a name may not be closed yet"""
@@ -1102,6 +1128,8 @@ class Closer:
         with self._lock:
             self._stopping = True
             self._work.notify_all()
+            # submitters waiting for room close their files themselves now
+            self._room.notify_all()
             # a double interrupt can leave a start unsettled
             self._settle_starts_locked(deadline)
             # every listed thread has returned from _worker()
@@ -1121,8 +1149,12 @@ class Closer:
         # interrupt, each taken out of the queue first, so that a second
         # interrupt in between leaks it rather than closes it twice
         items = self._items
+        owned = self.owned
         while items:
-            self._drop(items.popleft()[0])
+            target = items.popleft()[0]
+            if owned is not None and type(target) is int:
+                owned.add(target)  # as _submit() takes one back
+            self._drop(target)
         lane = self._lane
         if lane is not None:
             left = -1.0

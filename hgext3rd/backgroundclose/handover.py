@@ -58,6 +58,11 @@ class OwnedFiles:
         self._native = closer.native
         self._decisions = closer.decisions
         self._files = {}  # descriptor -> file object over it
+        # HandedOverFiles over file objects of their own (no descriptor for
+        # the lane) not handed over yet, for release(): an interrupt
+        # between core's open and its close would leave those to the
+        # garbage collector, late where a traceback holds them
+        self._proxies = set()
         # what the vfs is opening for us, while it does (main thread only:
         # every seam opens through a vfs on the main thread)
         self._path = None
@@ -142,12 +147,29 @@ class OwnedFiles:
             self._files.pop(fd, None)
         self.closer.close_quietly(fd)
 
+    def track(self, proxy):
+        """``proxy`` (a HandedOverFile over a file object of its own) is
+        open: release() closes it unless it was handed over"""
+        self._proxies.add(proxy)
+
+    def untrack(self, proxy):
+        self._proxies.discard(proxy)
+
     def release(self):
         """after a failure, once every close handed over is done: close
         what an interrupt or an error kept from the closer.  If the closer
         left hung closes to its threads, closing here would hang as well:
         the descriptors are then only forgotten (the process leaks them),
-        and the file objects over them marked closed."""
+        and the file objects over them marked closed; the file objects of
+        their own are left to the garbage collector."""
+        proxies = self._proxies
+        if self.closer.abandoned:
+            proxies.clear()
+        while proxies:
+            proxy = proxies.pop()
+            # one the closer still holds is closed by its thread
+            if not self.closer.holds(proxy._fp):
+                proxy._close_here()
         if self.closer.abandoned:
             for fd in list(self.fds):
                 fp = self._files.pop(fd, None)
@@ -207,6 +229,8 @@ class HandedOverFile:
         self._writestat = writestat
         self._onclose = onclose
         self._closed = False
+        if fd is None and files is not None:
+            files.track(self)
         if writestat is None:
             self.write = fp.write  # no wrapper in the way of each write
         elif not timed:
@@ -256,6 +280,11 @@ class HandedOverFile:
                 if not self._closer.holds(fp):
                     closermod.close_quietly(fp)
                 raise
+            finally:
+                # closed or handed over (an interrupt before this leaves it
+                # to release(), which finds it so)
+                if self._files is not None:
+                    self._files.untrack(self)
         else:
             try:
                 closermod.flush_for_handover(fp, name)
@@ -278,6 +307,8 @@ class HandedOverFile:
         """close on this thread, on a path that is already failing"""
         self._closed = True
         closermod.close_quietly(self._fp)
+        if self._fd is None and self._files is not None:
+            self._files.untrack(self)
         if self._fd is not None:
             # fp was closed first (flushed into fd, still its file)
             self._files.discard(self._fd)
