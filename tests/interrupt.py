@@ -29,7 +29,10 @@ itself SIGNAL (INT or TERM).  Then it prints one line per property:
   them after a command that ran to its end; after a signal, those of files
   in the directory that holds WATCHDIR (the repository's .hg when WATCHDIR
   is its store), since core's unbundle, interrupted, leaves the bundle it
-  was reading to the garbage collector, with or without the extension.
+  was reading to the garbage collector, with or without the extension,
+  and a second signal can land between the closes of core's two journal
+  files as core aborts its transaction (each takes 3 ms under the shim),
+  leaving the second one to core's transaction finalizer.
 
 A line more if a finalizer of the extension's raised (Python would print
 "Exception ignored in" and go on): "exception ignored in the extension:".
@@ -90,16 +93,24 @@ def from_the_extension(unraisable):
     )
 
 
+def core_journal(target):
+    """whether ``target`` is a journal file of core's transaction"""
+    return os.path.basename(target).startswith('journal')
+
+
 def descriptors(below=None):
     """{descriptor: what it refers to} of this process, less the one that
-    lists them; only those of files below ``below`` if given"""
+    lists them; only those of files below ``below`` if given, and none of
+    core's journal there"""
     found = {}
     for fd in os.listdir('/proc/self/fd'):
         try:
             target = os.readlink('/proc/self/fd/' + fd)
         except OSError:  # the listing's own, closed once listed
             continue
-        if below is None or target.startswith(below + os.sep):
+        if below is None:
+            found[fd] = target
+        elif target.startswith(below + os.sep) and not core_journal(target):
             found[fd] = target
     return found
 
