@@ -726,10 +726,14 @@ class Closer:
         """queue ``target``: True, or False if no thread is left to close
         it (the closer stopped while this waited for room, or every
         thread's start was cut short): the caller closes it"""
+        grown = False
         while self._pending_count() >= self.maxqueue:
-            if len(self._workers) < self.maxthreads:
-                # the pool is too small for this latency: grow it now
+            if not grown and len(self._workers) < self.maxthreads:
+                # the pool is too small for this latency: grow it now, by
+                # one thread a file (waits time out: closes that hang must
+                # not start a thread each time)
                 self._start_workers(1)
+                grown = True
             if not self._wait_for_a_close_locked():
                 return False
         if self._stopping:
@@ -767,11 +771,17 @@ class Closer:
 
     def holds(self, target):
         """whether ``target`` was handed over and is not closed yet: queued,
-        or being closed by a thread"""
-        with self._lock:
+        or being closed by a thread.  Where the lock cannot be had (held
+        for good by an interrupt at the wrong bytecode, before Python
+        3.10), it says so, and the caller leaves the file alone."""
+        if not self._lock.acquire(timeout=_POLL * 10):
+            return True
+        try:
             return any(
                 taken is target for taken in self._closing.values()
             ) or any(queued is target for queued, _name in self._items)
+        finally:
+            self._lock.release()
 
     def _forget_name_locked(self, name):
         """one file handed over under ``name`` is closed, or was taken

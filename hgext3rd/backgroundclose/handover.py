@@ -31,6 +31,7 @@ the file object over it forget what it still buffers.
 
 import os
 import time
+import weakref
 
 from mercurial import util
 
@@ -61,8 +62,9 @@ class OwnedFiles:
         # HandedOverFiles over file objects of their own (no descriptor for
         # the lane) not handed over yet, for release(): an interrupt
         # between core's open and its close would leave those to the
-        # garbage collector, late where a traceback holds them
-        self._proxies = set()
+        # garbage collector, late where a traceback holds them (weak: on
+        # success nothing is kept open longer than core keeps it)
+        self._proxies = weakref.WeakSet()
         # what the vfs is opening for us, while it does (main thread only:
         # every seam opens through a vfs on the main thread)
         self._path = None
@@ -165,11 +167,13 @@ class OwnedFiles:
         proxies = self._proxies
         if self.closer.abandoned:
             proxies.clear()
-        while proxies:
-            proxy = proxies.pop()
-            # one the closer still holds is closed by its thread
+        for proxy in list(proxies):
+            # one the closer still holds is closed by its thread; forgotten
+            # once closed (_close_here), so that an interrupt in between
+            # leaves it here
             if not self.closer.holds(proxy._fp):
                 proxy._close_here()
+            proxies.discard(proxy)
         if self.closer.abandoned:
             for fd in list(self.fds):
                 fp = self._files.pop(fd, None)
@@ -264,6 +268,8 @@ class HandedOverFile:
                 closermod.flush_for_handover(fp, name)
             except closermod.FileError:
                 self._closed = True  # closed by flush_for_handover
+                if self._files is not None:
+                    self._files.untrack(self)
                 raise
             try:
                 # an interrupt before this leaves it to _close_here()
