@@ -862,12 +862,13 @@ def test_an_interrupt_at_any_bytecode_of_a_worker_start(monkeypatch):
     # counting it.  In this frame start() either was not called or has
     # returned: a thread without an ident never runs, no need to wait long
     monkeypatch.setattr(Closer, 'START_GRACE', 0.01)
+    started = recording_starts(monkeypatch)
     count = 0
     while True:
         count += 1
         files = Files(latency=0.0005)
         closer = growing_closer(files)
-        started = recording_starts(monkeypatch)
+        del started[:]  # this run's
         tracer, raised = interrupting_at_bytecode(
             Closer._start_workers.__code__, count
         )

@@ -628,13 +628,7 @@ class Closer:
                             and self._items[-1][0] is target
                         ):
                             self._items.pop()
-                            if self.owned is not None and type(target) is int:
-                                # the submitter's again, right away (one
-                                # bytecode after the pop): a second
-                                # interrupt before the close below leaves
-                                # it owned, for the cleanup
-                                self.owned.add(target)
-                            self._forget_name_locked(name)
+                            self._taken_back_locked(target, name)
                         raise
             except BaseException:
                 # interrupted while queueing: the file is still ours
@@ -764,6 +758,15 @@ class Closer:
             self._work.notify()
         self._account_locked()
         return True
+
+    def _taken_back_locked(self, target, name):
+        """``target``, just taken out of the queue unclosed, is its
+        submitter's again: back in ``owned`` right away (one bytecode
+        after it left the queue), so that a second interrupt before it is
+        closed leaves it owned, for the cleanup"""
+        if self.owned is not None and type(target) is int:
+            self.owned.add(target)
+        self._forget_name_locked(name)
 
     def _pending_count(self):
         """Python threads: files queued or being closed"""
@@ -1155,15 +1158,13 @@ class Closer:
         for worker in self._workers:
             worker.join()  # returned from _worker() already
         # queued for threads that never ran (each start cut short by an
-        # interrupt, so the command is failing): dropped here as by any
-        # interrupt, each taken out of the queue first, so that a second
-        # interrupt in between leaks it rather than closes it twice
+        # interrupt, so the command is failing): taken back and dropped
+        # here as by any interrupt
         items = self._items
-        owned = self.owned
         while items:
-            target = items.popleft()[0]
-            if owned is not None and type(target) is int:
-                owned.add(target)  # as _submit() takes one back
+            with self._lock:
+                target, name = items.popleft()
+                self._taken_back_locked(target, name)
             self._drop(target)
         lane = self._lane
         if lane is not None:

@@ -313,8 +313,8 @@ class HandedOverFile:
         """close on this thread, on a path that is already failing"""
         self._closed = True
         closermod.close_quietly(self._fp)
-        if self._fd is None and self._files is not None:
-            self._files.untrack(self)
+        if self._files is not None:
+            self._files.untrack(self)  # if tracked (no fd of its own)
         if self._fd is not None:
             # fp was closed first (flushed into fd, still its file)
             self._files.discard(self._fd)
