@@ -126,6 +126,9 @@ test-python:
 UPSTREAM_LIST ?= tests/upstream/tests.txt
 UPSTREAM_CONFIGS ?= ext,ext-background,ext-slow
 UPSTREAM_CI_CONFIGS ?= ext
+# run-tests.py --jobs: a third job keeps 2 cores busy while tests wait on
+# servers and sleeps
+UPSTREAM_JOBS ?= 2
 UPSTREAM_SRC := build/hg-src-$(HG_VERSION)/mercurial-$(HG_VERSION)
 
 $(UPSTREAM_SRC)/tests/run-tests.py: | $(STAMP)
@@ -141,7 +144,7 @@ test-upstream: $(STAMP) $(SHIM) $(UPSTREAM_SRC)/tests/run-tests.py
 		--source $(UPSTREAM_SRC) --tests $(UPSTREAM_LIST) \
 		--allowlist tests/upstream/allowlist.txt \
 		--work build/upstream-$(HG_VERSION) --configs $(UPSTREAM_CONFIGS) \
-		--shim $(SHIM)
+		--shim $(SHIM) --jobs $(UPSTREAM_JOBS)
 
 test-upstream-oldest:
 	$(MAKE) test-upstream HG_VERSION=$(OLDEST) VENV=build/venv-$(OLDEST)

@@ -83,7 +83,8 @@ def test_a_wrapper_left_in_a_chain_after_its_session_does_nothing(lanerepo):
     assert revlogwrite.pathop(
         session, lambda vfs, path: 'core', session.rawvfs, b'data/a.i'
     ) == 'core'
-    apply = types.SimpleNamespace(running=False)
+    apply = streamapply.ApplySession(lanerepo, b'v1')
+    apply.finish(failing=False)
     assert streamapply.vfsopen(
         apply, orig, session.rawvfs, b'data/b.i', b'wb'
     ) == 'core'

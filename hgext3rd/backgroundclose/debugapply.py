@@ -25,7 +25,6 @@ from . import (
     compat,
     report as reportmod,
     settings,
-    streamapply,
 )
 
 # appended to core's one-line docstring: the blank line starts a paragraph
@@ -82,7 +81,7 @@ def debugapplystreamclonebundle(orig, ui, repo, fname, **opts):
         # keep stdout for the report alone: progress lines go to stderr
         ui.pushbuffer()
     try:
-        with streamapply.collecting() as reports:
+        with reportmod.collecting(repo) as reports:
             _apply(ui, repo, orig, fname)
     finally:
         if machine:

@@ -16,6 +16,10 @@ and the time the background threads spent closing ("close, background").
 from mercurial.i18n import _
 from mercurial import util
 
+# the repository attribute that holds the list the applies inside a
+# ``collecting`` block append their reports to
+_COLLECTED = '_backgroundclose_reports'
+
 # operations timed by the stream wrappers, in table order
 OPERATIONS = ('open', 'write', 'mkdir')
 CLOSE_OPERATIONS = ('close', 'close-background')
@@ -153,3 +157,31 @@ def show(ui, reports, style, opts=None):
                 write_text(ui, report)
             else:
                 fm.data(**{k.decode('ascii'): v for k, v in report.todict().items()})
+
+
+def collector(repo):
+    """the list a stream apply into ``repo`` appends its report to instead
+    of printing it, or None"""
+    return getattr(repo.unfiltered(), _COLLECTED, None)
+
+
+class collecting:
+    """``with collecting(repo) as reports:`` the applies into ``repo``
+    inside the block append their reports to ``reports`` instead of
+    printing them (debugapplystreamclonebundle prints them itself)"""
+
+    def __init__(self, repo):
+        self._repo = repo.unfiltered()
+
+    def __enter__(self):
+        self._saved = self._repo.__dict__.get(_COLLECTED)
+        reports = []
+        setattr(self._repo, _COLLECTED, reports)
+        return reports
+
+    def __exit__(self, exc_type, exc_value, exc_tb):
+        if self._saved is None:
+            self._repo.__dict__.pop(_COLLECTED, None)
+        else:
+            setattr(self._repo, _COLLECTED, self._saved)
+        return False

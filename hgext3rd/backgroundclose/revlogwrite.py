@@ -48,13 +48,12 @@ from mercurial import (
 from . import (
     closer as closermod,
     handover,
-    messages,
     seams,
-    settings,
+    session as sessionmod,
 )
 
 
-class RevlogSession:
+class RevlogSession(sessionmod.Session):
     """one changegroup step (file revlogs or manifests): one closer
 
     When closes are cheap the closer closes inline, and what is left of
@@ -68,27 +67,15 @@ class RevlogSession:
 
     SAMPLE = 32
     SKIP = 1024
+    what = b'revlog'
 
     def __init__(self, repo, expectedcount=-1):
-        self.closer = closermod.Closer(
-            expectedcount=expectedcount,
-            tracknames=True,
-            native=settings.native(repo.ui),
-            owned=set(),
-            sample=closermod.SAMPLE,
-            **settings.closer_options(repo.ui)
-        )
-        # descriptors opened for the lane and not handed over yet
-        self.files = handover.OwnedFiles(self.closer)
+        super().__init__(repo.ui, expectedcount, tracknames=True)
         # revlogs open through repo.svfs, which encodes names and opens them
         # through the store's raw vfs: the session watches that one, and
         # names files as that vfs is given them (relative to the store)
         self.rawvfs = repo.store.rawvfs
         self._prefix = self.rawvfs.join(b'x')[:-1]
-        self.thread = threading.get_ident()
-        # False once the step returned: a wrapper of the session that
-        # another extension's chain still holds then does nothing
-        self.running = True
         self.skipping = 0  # opens left to core before the next sample
         self.skipped = 0
         self._sampled = 0  # closes in the current sample
@@ -123,29 +110,6 @@ class RevlogSession:
             if name is not None:
                 closer.wait_for(name)
 
-    def finish(self, failing):
-        """every close done (before a rollback, on failure), then, on
-        failure, the descriptors an interrupt kept from the closer"""
-        try:
-            self.closer.finish(failing)
-        finally:
-            if failing:
-                self.files.release()
-
-    def debug_summary(self, ui):
-        """the debug line: what the closer did, if it started threads"""
-        messages.debug_summary(
-            ui,
-            self.closer,
-            b'revlog',
-            b', %d opens left to core' % self.skipped,
-        )
-
-
-def _usable(session):
-    """whether the calling thread may use ``session`` now"""
-    return session.running and threading.get_ident() == session.thread
-
 
 # wrappers -----------------------------------------------------------------
 
@@ -162,26 +126,8 @@ def step(orig, *args, **kwargs):
         # a stream apply (it has a closer of its own) or inside a step
         return orig(*args, **kwargs)
     session = RevlogSession(repo, _expected_files(args, kwargs))
-    failing = True
-    try:
-        try:
-            with seams.attached(storevfs, session), seams.installed(
-                seams.bound(session, _SESSION_SEAMS)
-            ):
-                try:
-                    result = orig(*args, **kwargs)
-                finally:
-                    session.files.unwrap()
-            failing = False
-        finally:
-            # first, also when installing the seams was interrupted: a seam
-            # left in place (or in another extension's chain) does nothing
-            session.running = False
-            session.finish(failing)
-    except closermod.FileError as exc:
-        # closed inline, raised on a later submission, or by finish()
-        raise messages.file_abort(exc, exc.name) from exc
-    session.debug_summary(repo.ui)
+    result = session.run(storevfs, _SESSION_SEAMS, orig, args, kwargs)
+    session.debug_summary(b', %d opens left to core' % session.skipped)
     return result
 
 
@@ -229,13 +175,13 @@ def vfsopen(session, orig, self, path, mode=b'rb', *args, **kwargs):
 
 def pathop(session, orig, self, path=None, *args, **kwargs):
     """unlink, tryunlink, unlinkpath: wait for a pending close first"""
-    if _usable(session):
+    if session.usable():
         session.wait_for(self.join(path))
     return orig(self, path, *args, **kwargs)
 
 
 def rename(session, orig, self, src, dst, *args, **kwargs):
-    if _usable(session):
+    if session.usable():
         session.wait_for(self.join(src))
         session.wait_for(self.join(dst))
     return orig(self, src, dst, *args, **kwargs)
@@ -243,7 +189,7 @@ def rename(session, orig, self, src, dst, *args, **kwargs):
 
 def addbackup(session, orig, self, *args, **kwargs):
     """the transaction copies the file without a vfs: close all first"""
-    if _usable(session):
+    if session.usable():
         session.closer.wait()
     return orig(self, *args, **kwargs)
 

@@ -51,16 +51,12 @@ from . import (
     directories,
     handover,
     malformed,
-    messages,
     policy as policymod,
     report as reportmod,
     seams,
+    session as sessionmod,
     settings,
 )
-
-# When a list, finished applies append their report here instead of
-# printing it (debugapplystreamclonebundle prints them itself).
-_collected = None
 
 # CPU time of the calling thread: an open that burns it is no wait
 _thread_time = time.thread_time
@@ -69,43 +65,28 @@ _blocked = closermod.slept
 _OPEN_FLAGS = os.O_WRONLY | os.O_CREAT | getattr(os, 'O_BINARY', 0)
 
 
-class ApplySession:
+class ApplySession(sessionmod.Session):
     """one stream apply: its closer, its timings, how to name its files"""
 
     def __init__(self, repo, fmt, expectedcount=-1, expectedbytes=None):
         ui = repo.ui
-        self.ui = ui
         self._repo = repo
         self.format = fmt
         self.expectedbytes = expectedbytes
         self.reportstyle = settings.report(ui)
-        # the files opened on the main thread alone are the session's, as
-        # core only closes those in the background (None: not on it)
-        self.mainthread = (
-            threading.get_ident()
-            if threading.current_thread() is threading.main_thread()
-            else None
-        )
+        # a debugapplystreamclonebundle running: it shows the reports
+        self._collector = reportmod.collector(repo)
         # whether to time each open and mkdir, for the report: only if it
         # is shown (they cost every file a little)
         self.timed = (
-            self.reportstyle != settings.REPORT_OFF or _collected is not None
+            self.reportstyle != settings.REPORT_OFF
+            or self._collector is not None
+        )
+        super().__init__(
+            ui, expectedcount, sample=1 if self.timed else closermod.SAMPLE
         )
         self._opening = None  # the last file write_files began to open
-        # False once the consumer returned: a wrapper of the session that
-        # another extension's chain still holds then does nothing
-        self.running = True
         self.inmakedirs = False  # see makedirs()
-        self.closer = closermod.Closer(
-            expectedcount=expectedcount,
-            native=settings.native(ui),
-            # descriptors opened and not handed over yet: what an interrupt
-            # at the wrong moment could leak, closed when the apply fails
-            owned=set(),
-            sample=1 if self.timed else closermod.SAMPLE,
-            **settings.closer_options(ui)
-        )
-        self.files = handover.OwnedFiles(self.closer)
         # whole files written by writer threads where opens wait
         # (deferredwrite.py): their closer, once started
         self.writepolicy = policymod.WritePolicy(
@@ -247,11 +228,7 @@ class ApplySession:
                 % (written, self.expectedbytes)
             )
 
-    def abort(self, exc):
-        """the error.Abort that stands for a FileError"""
-        return messages.file_abort(exc, self.describe(exc.name))
-
-    def finish(self):
+    def deliver_report(self):
         """build the report, then print it or hand it to a collector"""
         stats = self.book.merged()
         stats['mkdir'].merge(self.directories.stat)
@@ -275,8 +252,8 @@ class ApplySession:
         result = reportmod.ApplyReport(
             self.format, util.timer() - self.start, stats, info
         )
-        if _collected is not None:
-            _collected.append(result)
+        if self._collector is not None:
+            self._collector.append(result)
         elif self.reportstyle != settings.REPORT_OFF:
             reportmod.show(self.ui, [result], self.reportstyle)
 
@@ -732,29 +709,14 @@ def _apply(session, orig, repo, fp, args, kwargs):
     ):
         # core makes the directories of stream v2 files there: time them
         wrappers.append(_MKDIR_SEAM)
-    failing = True
     try:
-        try:
-            with seams.attached(repo.store.rawvfs, session), seams.installed(
-                seams.bound(session, wrappers)
-            ):
-                try:
-                    result = orig(repo, fp, *args, **kwargs)
-                finally:
-                    session.files.unwrap()
-            failing = False
-        finally:
-            # first, also when installing the seams was interrupted: a seam
-            # left in place (or in another extension's chain) does nothing
-            session.running = False
-            # done already where the consumer left backgroundclosing()
-            session.finish_closers(failing)
+        result = session.run(
+            repo.store.rawvfs, wrappers, orig, (repo, fp) + args, kwargs
+        )
     except BaseException as exc:
         # every file handed over is closed now (finishing the closer
         # joined its threads): take back what the failed apply wrote
         session.take_back()
-        if isinstance(exc, closermod.FileError):
-            raise session.abort(exc) from exc
         if isinstance(exc, (ValueError, TypeError)):
             # a NUL byte in a name, found by core's own file calls; or
             # damage in the bundle2 container that Mercurial 6.5 chokes on
@@ -762,7 +724,7 @@ def _apply(session, orig, repo, fp, args, kwargs):
             # message).  --traceback shows the original.
             raise malformed.abort(stringutil.forcebytestr(exc)) from exc
         raise
-    session.finish()
+    session.deliver_report()
     return result
 
 
@@ -777,7 +739,7 @@ def backgroundfilecloser(session, orig, ui, expectedcount=-1):
 
 def vfsopen(session, orig, self, path, mode=b'rb', *args, **kwargs):
     if (
-        not session.running
+        not session.usable()
         or args
         or mode not in (b'w', b'wb')
         or kwargs.get('atomictemp')
@@ -786,7 +748,6 @@ def vfsopen(session, orig, self, path, mode=b'rb', *args, **kwargs):
         # closed before the context (and so the transaction) ends
         or type(getattr(self, '_backgroundfilecloser', None))
         is not SessionCloser
-        or threading.get_ident() != session.mainthread
     ):
         return orig(self, path, mode, *args, **kwargs)
     kwargs.pop('backgroundclose', None)
@@ -825,10 +786,7 @@ def prepare_streamed_file(
     directory once on this path (its known_directories), so its mkdir
     calls are left as they are, unless writer threads write the files
     (ApplySession.stream_directory)."""
-    if (
-        session.running
-        and threading.get_ident() == session.mainthread
-    ):
+    if session.usable():
         session.closer.raise_failure()
         session.stream_directory(self, path, known_directories)
     return orig(self, path, known_directories, **kwargs)
@@ -851,18 +809,3 @@ _SESSION_SEAMS = [
     if compat.HAS_PREPARE_STREAMED_FILE
     else None,
 ]
-
-
-class collecting:
-    """collect the reports of the applies run inside the block"""
-
-    def __enter__(self):
-        global _collected
-        self._saved = _collected
-        _collected = []
-        return _collected
-
-    def __exit__(self, exc_type, exc_value, exc_tb):
-        global _collected
-        _collected = self._saved
-        return False

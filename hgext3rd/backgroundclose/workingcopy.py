@@ -27,32 +27,23 @@ closer exits, see handover.py): the lane closes their descriptors, in each
 forked worker and in an update without workers alike.
 """
 
-import threading
-
 from mercurial import vfs as vfsmod
 
 from . import (
     closer as closermod,
     handover,
-    messages,
     seams,
-    settings,
+    session as sessionmod,
 )
 
 
-class WorkingCopyCloser:
+class WorkingCopyCloser(sessionmod.Session):
     """what ``vfs.backgroundclosing()`` enters outside a stream apply"""
 
+    what = b'working-copy'
+
     def __init__(self, ui, expectedcount=-1):
-        self.ui = ui
-        self.closer = closermod.Closer(
-            expectedcount=expectedcount,
-            native=settings.native(ui),
-            owned=set(),
-            sample=closermod.SAMPLE,
-            **settings.closer_options(ui)
-        )
-        self.files = handover.OwnedFiles(self.closer)
+        super().__init__(ui, expectedcount)
         self._seams = None
 
     def __enter__(self):
@@ -71,21 +62,19 @@ class WorkingCopyCloser:
         try:
             try:
                 # failing: finish the closes, and let the first error win
-                self.closer.finish(failing)
+                self.finish(failing)
             finally:
-                # what a failed write or an interrupt kept from the closer
-                self.files.release()
                 self.files.unwrap()
                 if self._seams is not None:
                     self._seams.remove()
         except closermod.FileError as exc:
-            raise messages.file_abort(exc, exc.name) from exc
+            raise self.abort(exc) from exc
         if isinstance(exc_value, closermod.FileError):
             # a close handed over here, or one that failed earlier, raised
             # by a close() core called
-            raise messages.file_abort(exc_value, exc_value.name) from exc_value
+            raise self.abort(exc_value) from exc_value
         if not failing:
-            messages.debug_summary(self.ui, self.closer, b'working-copy')
+            self.debug_summary()
         return False
 
     def close(self, fh):
@@ -96,7 +85,7 @@ class WorkingCopyCloser:
             closermod.flush_for_handover(fh, name)
             self.closer.close(fh, name)
         except closermod.FileError as exc:
-            raise messages.file_abort(exc, exc.name) from exc
+            raise self.abort(exc) from exc
         if self._seams is None and self.closer.background:
             self._open_for_lane_if_background()
 
@@ -126,7 +115,7 @@ def vfsopen(orig, self, path, mode=b'rb', *args, **kwargs):
         or mode not in (b'w', b'wb')
         or kwargs.get('atomictemp')
         or kwargs.get('checkambig')
-        or threading.current_thread() is not threading.main_thread()
+        or not target.usable()
     ):
         return orig(self, path, mode, *args, **kwargs)
     del kwargs['backgroundclose']
