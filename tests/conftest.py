@@ -11,19 +11,31 @@ import pytest
 
 
 @pytest.fixture
-def lanerepo(tmp_path):
-    """a new repository whose ui has the settings that make every seam's
-    closer close in the background on the C lane (the extension is not
-    loaded here, so its settings have no registered defaults)"""
+def repo_with(tmp_path):
+    """``repo_with(settings)``: a new repository whose ui has the
+    ``[worker]`` ``settings`` (name, value pairs); the extension is not
+    loaded here, so its settings have no registered defaults"""
     from mercurial import hg, ui as uimod
 
-    ui = uimod.ui.load()
-    for name, value in (
+    def make(settings):
+        ui = uimod.ui.load()
+        for name, value in settings:
+            ui.setconfig(b'worker', name, value, b'test')
+        return hg.repository(
+            ui, os.fsencode(str(tmp_path / 'repo')), create=True
+        )
+
+    return make
+
+
+@pytest.fixture
+def lanerepo(repo_with):
+    """a new repository whose ui has the settings that make every seam's
+    closer close in the background on the C lane"""
+    return repo_with([
         (b'backgroundclosemaxthreadcount', b'4'),
         (b'backgroundclosethreshold', b'30'),
         (b'backgroundclosenative', b'yes'),
         (b'backgroundclose', b'yes'),
         (b'backgroundcloseminfilecount', b'0'),
-    ):
-        ui.setconfig(b'worker', name, value, b'test')
-    return hg.repository(ui, os.fsencode(str(tmp_path / 'repo')), create=True)
+    ])

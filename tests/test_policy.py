@@ -56,6 +56,33 @@ def test_one_preempted_close_among_cheap_ones_does_not_switch():
     assert switch_after(policy, 5e-6, most=100) is None
 
 
+def test_closes_are_cheap_only_inline_and_well_below_the_threshold():
+    # what lets a seam leave files to core (session.py)
+    policy = Policy(threshold=30e-6)
+    assert policy.closes_cheap()
+    for _ in range(200):
+        policy.learn_inline(10e-6)
+    assert policy.closes_cheap()
+    for _ in range(200):
+        policy.learn_inline(20e-6)  # below the threshold, above half of it
+    assert not policy.closes_cheap()
+    assert not Policy(policymod.BACKGROUND).closes_cheap()
+
+
+def test_opens_are_cheap_once_measured_or_never_handed_over():
+    writes = policymod.WritePolicy(threshold=100e-6, sample=1)
+    for _ in range(policymod.WritePolicy.FIRST - 1):
+        writes.learn(10e-6)
+    assert not writes.opens_cheap()  # too few measured yet
+    writes.learn(10e-6)
+    assert writes.opens_cheap()
+    for _ in range(8):
+        writes.learn(45e-6)  # over a quarter of the way to the threshold
+    assert not writes.opens_cheap()
+    assert policymod.WritePolicy(policymod.INLINE).opens_cheap()
+    assert not policymod.WritePolicy(policymod.BACKGROUND).opens_cheap()
+
+
 def test_too_few_files_close_inline_whatever_the_policy():
     policy = Policy(policymod.BACKGROUND, minfilecount=100, expectedcount=10)
     assert policy.mode == policymod.INLINE

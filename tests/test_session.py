@@ -164,3 +164,125 @@ def test_reports_are_collected_for_one_repository_only(lanerepo, tmp_path):
     assert [r.format for r in reports] == [b'v1']
     assert reportmod.collector(lanerepo) is None
     assert '_backgroundclose_reports' not in vars(lanerepo.unfiltered())
+
+
+@pytest.fixture
+def cheap_closes_repo(repo_with):
+    """a repository whose closer stays adaptive, with a threshold no close
+    on this machine reaches, and no writer threads"""
+    return repo_with([
+        (b'backgroundclosemaxthreadcount', b'4'),
+        (b'backgroundclosenative', b'yes'),
+        (b'backgroundclosethreshold', b'100000'),
+        (b'backgroundclosewrites', b'no'),
+    ])
+
+
+def write_stream_files(repo, session, count):
+    """write ``count`` files as a stream consumer does, inside the
+    session: the type of each file object core's vfs returned"""
+    kinds = []
+
+    def consume():
+        with repo.svfs.backgroundclosing(repo.ui):
+            for number in range(count):
+                with repo.svfs(b'data/f%d.i' % number, b'w') as fp:
+                    kinds.append(type(fp))
+                    fp.write(b'%d' % number)
+
+    with repo.lock():
+        session.run(repo.store.rawvfs, streamapply._SESSION_SEAMS, consume,
+                    (), {})
+    return kinds
+
+
+def stream_bytes(count):
+    return sum(len(b'%d' % number) for number in range(count))
+
+
+def test_a_stream_apply_leaves_files_to_core_while_closes_are_cheap(
+    cheap_closes_repo,
+):
+    repo = cheap_closes_repo
+    sample, skip = sessionmod.Session.SAMPLE, sessionmod.Session.SKIP
+    count = sample + skip + sample
+    # the bytes are checked: those of the files left to core count too
+    session = streamapply.ApplySession(
+        repo, b'v3', expectedbytes=stream_bytes(count)
+    )
+    kinds = write_stream_files(repo, session, count)
+    own = handover.HandedOverFile
+    assert kinds[:sample] == [own] * sample
+    assert own not in kinds[sample : sample + skip]
+    assert kinds[sample + skip :] == [own] * sample
+    assert session.skipped == skip
+    # core's files are whole and closed
+    assert repo.svfs.read(b'data/f%d.i' % (count - 1)) == b'%d' % (count - 1)
+
+
+def test_the_bytes_of_files_left_to_core_are_checked(cheap_closes_repo):
+    repo = cheap_closes_repo
+    count = sessionmod.Session.SAMPLE * 2
+    session = streamapply.ApplySession(
+        repo, b'v3', expectedbytes=stream_bytes(count) + 1
+    )
+    with pytest.raises(error.Abort) as caught:
+        write_stream_files(repo, session, count)
+    assert caught.value.message.endswith(
+        b': %d bytes of file data, the header declares %d'
+        % (stream_bytes(count), stream_bytes(count) + 1)
+    )
+
+
+@pytest.mark.parametrize('setting', [
+    (b'backgroundclosereport', b'yes'),  # each file is timed for it
+    (b'backgroundclose', b'no'),  # an inline closer measures nothing
+    (b'backgroundclosewrites', None),  # opens not measured yet
+])
+def test_no_file_is_left_to_core_where_the_session_needs_them(
+    cheap_closes_repo, setting
+):
+    repo = cheap_closes_repo
+    repo.ui.setconfig(b'worker', setting[0], setting[1], b'test')
+    repo.ui.pushbuffer()
+    session = streamapply.ApplySession(repo, b'v3')
+    count = sessionmod.Session.SAMPLE * 2
+    kinds = write_stream_files(repo, session, count)
+    repo.ui.popbuffer()
+    assert kinds == [handover.HandedOverFile] * count
+
+
+def test_an_error_in_a_file_left_to_core_names_the_file(cheap_closes_repo):
+    import errno
+
+    repo = cheap_closes_repo
+    session = streamapply.ApplySession(repo, b'v3')
+    rawvfs = repo.store.rawvfs
+    session.leave_open_to_core(rawvfs, b'data/_a.i')
+    full = OSError(errno.ENOSPC, 'No space left on device')
+    assert session.core_file_abort(full).message == (
+        b'error writing data/_a.i: No space left on device'
+    )
+    denied = OSError(errno.EACCES, 'Permission denied',
+                     rawvfs.join(b'data/_a.i').decode())
+    assert session.core_file_abort(denied).message == (
+        b'error opening data/_a.i: Permission denied'
+    )
+    # not from that file: a pipe, another file's name, not an OSError
+    assert session.core_file_abort(OSError(errno.EPIPE, 'Broken pipe')) is None
+    assert session.core_file_abort(
+        OSError(errno.EACCES, 'Permission denied', '/elsewhere')
+    ) is None
+    assert session.core_file_abort(ValueError('x')) is None
+    # a file the session opened itself since: its own errors name it
+    from mercurial import vfs as vfsmod
+
+    own = session.open(vfsmod.vfs.__call__, rawvfs, b'data/_b.i', b'w', {})
+    assert session.core_file_abort(full) is None
+    own.close()
+    session.leave_open_to_core(rawvfs, b'data/_c.i')
+    assert session.core_file_abort(full) is not None
+    # once the stream is written, a full disk is the transaction's
+    session.streamed()
+    assert session.core_file_abort(full) is None
+    session.finish(failing=False)

@@ -496,6 +496,12 @@ class Closer:
     burning = property(lambda self: self._policy.burning)
 
     @property
+    def closes_cheap(self):
+        """closing inline, nothing pending, closes measured cheap: a seam
+        may leave the next files to core (session.py)"""
+        return self._policy.closes_cheap() and not self.pending
+
+    @property
     def mode(self):
         """what the closer is doing now: 'inline' or 'background'"""
         return self._policy.mode

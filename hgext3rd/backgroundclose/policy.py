@@ -166,6 +166,11 @@ class Policy:
         """what the closer does now: INLINE or BACKGROUND"""
         return BACKGROUND if self.background else INLINE
 
+    def closes_cheap(self):
+        """inline, with closes measured well below the threshold (or not
+        measured, when told to close inline): threads would not pay"""
+        return not self.background and self.estimate < self.threshold / 2
+
     @property
     def burning(self):
         """whether closes spend their time on the CPU"""
@@ -387,6 +392,20 @@ class WritePolicy:
             0 if self.estimate * 4 > self.threshold else self.sample - 1
         )
         return 'cpu' if self._close else 'wall'
+
+    def opens_cheap(self):
+        """no writer threads, and none to be started soon: told never to
+        start them, or ``FIRST`` opens timed and well below the
+        threshold"""
+        if self.deferring:
+            return False
+        if self.mode == INLINE:
+            return True
+        return (
+            self.mode == ADAPTIVE
+            and self.timed >= self.FIRST
+            and self.estimate * 4 <= self.threshold
+        )
 
     def learn(self, wall, cpu=None, blocked=None):
         """an open (and its directories) took ``wall`` seconds, ``cpu`` of

@@ -46,7 +46,6 @@ from mercurial import (
 )
 
 from . import (
-    closer as closermod,
     handover,
     seams,
     session as sessionmod,
@@ -54,19 +53,9 @@ from . import (
 
 
 class RevlogSession(sessionmod.Session):
-    """one changegroup step (file revlogs or manifests): one closer
+    """one changegroup step (file revlogs or manifests): one closer; while
+    closes are cheap, opens are left to core (session.py)"""
 
-    When closes are cheap the closer closes inline, and what is left of
-    the session's cost is the wrapping itself: a few microseconds per
-    file, a few percent of an apply.  So while the closer closes inline,
-    has nothing pending and measures closes well below its threshold, the
-    session leaves the next ``SKIP`` opens to core untouched, then wraps
-    the files of the next ``SAMPLE`` closes again to measure anew.  A
-    file system that turns slow is noticed within one skip.
-    """
-
-    SAMPLE = 32
-    SKIP = 1024
     what = b'revlog'
 
     def __init__(self, repo, expectedcount=-1):
@@ -76,24 +65,6 @@ class RevlogSession(sessionmod.Session):
         # names files as that vfs is given them (relative to the store)
         self.rawvfs = repo.store.rawvfs
         self._prefix = self.rawvfs.join(b'x')[:-1]
-        self.skipping = 0  # opens left to core before the next sample
-        self.skipped = 0
-        self._sampled = 0  # closes in the current sample
-
-    def closed_one(self):
-        """a file of the session was handed to the closer"""
-        self._sampled += 1
-        if self._sampled < self.SAMPLE:
-            return
-        self._sampled = 0
-        closer = self.closer
-        if (
-            closer.mode == closermod.INLINE
-            and not closer.pending
-            and closer.estimate < closer.threshold / 2
-        ):
-            self.skipping = self.SKIP
-            self.skipped += self.SKIP
 
     def name_of(self, joined):
         """the name of the store file at ``joined`` (as a vfs joined it),
@@ -149,9 +120,8 @@ def _expected_files(args, kwargs):
 def vfsopen(session, orig, self, path, mode=b'rb', *args, **kwargs):
     if not session.running:
         return orig(self, path, mode, *args, **kwargs)
-    if session.skipping:
-        # closes are cheap and none is pending: leave it to core
-        session.skipping -= 1
+    if session.leave_to_core():
+        # closes are cheap and none is pending
         return orig(self, path, mode, *args, **kwargs)
     if self is not session.rawvfs or threading.get_ident() != session.thread:
         return orig(self, path, mode, *args, **kwargs)

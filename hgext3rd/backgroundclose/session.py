@@ -35,10 +35,23 @@ from . import (
 
 
 class Session:
-    """the closer of one seam's writes, and how to end it"""
+    """the closer of one seam's writes, and how to end it
+
+    When closes are cheap the closer closes inline, and what is left of
+    the session's cost is the wrapping itself: a few microseconds per
+    file, 10 to 15% of a stream apply on a fast file system.  So while
+    the closer closes inline, has nothing pending and measures closes well
+    below its threshold (and ``may_skip()`` agrees), the session leaves
+    the next ``SKIP`` opens to core untouched (``leave_to_core()``), then
+    takes the files of the next ``SAMPLE`` closes through its own path
+    again to measure anew.  A file system that turns slow is noticed
+    within one skip.
+    """
 
     # names the files in the --debug line
     what = b'file'
+    SAMPLE = 32
+    SKIP = 1024
 
     def __init__(self, ui, expectedcount=-1, sample=closermod.SAMPLE,
                  tracknames=False):
@@ -64,10 +77,35 @@ class Session:
         # False once the session ended: a wrapper of the session that
         # another extension's chain still holds then does nothing
         self.running = True
+        self.skipping = 0  # opens left to core before the next sample
+        self.skipped = 0  # opens left to core
+        self._sampled = 0  # closes in the current sample
 
     def usable(self):
         """whether the calling thread may use the session now"""
         return self.running and threading.get_ident() == self.thread
+
+    def closed_one(self):
+        """a file of the session was handed to the closer"""
+        self._sampled += 1
+        if self._sampled < self.SAMPLE:
+            return
+        self._sampled = 0
+        if self.closer.closes_cheap and self.may_skip():
+            self.skipping = self.SKIP
+
+    def may_skip(self):
+        """whether the seam may leave files to core while closes are
+        cheap"""
+        return True
+
+    def leave_to_core(self):
+        """whether to leave the file about to be opened to core"""
+        if self.skipping:
+            self.skipping -= 1
+            self.skipped += 1
+            return True
+        return False
 
     def finish_closers(self, failing):
         """finish every closer of the session (a stream apply has two)"""

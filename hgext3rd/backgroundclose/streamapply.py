@@ -24,6 +24,12 @@ three small wrappers, all of which do nothing when no session is active:
   (``prepare_streamed_file``); the replacement writes them like core does
   and hands the descriptors to the closer.
 
+While closes and opens are measured cheap, with no report to time files
+for, the session leaves most files opened through the vfs to core and
+takes only a sample through its own path (session.py): core opens, writes
+and closes them, and their bytes are counted by their size once the
+stream is written.
+
 Parent directories of the files opened through the vfs are made by the
 session, each once (directories.py), which spares core's repeated attempts
 and gives the report's mkdir row.  Stream v2 from 7.0 on makes each
@@ -31,6 +37,7 @@ directory once already (``prepare_streamed_file``): there ``util.makedirs``
 is timed, while the report is shown.
 """
 
+import errno
 import itertools
 import os
 import threading
@@ -64,6 +71,13 @@ _blocked = closermod.slept
 
 _OPEN_FLAGS = os.O_WRONLY | os.O_CREAT | getattr(os, 'O_BINARY', 0)
 
+# errors a write into a file core opened may raise without a file name
+_WRITE_ERRNOS = frozenset(
+    getattr(errno, name)
+    for name in ('ENOSPC', 'EDQUOT', 'EFBIG', 'EIO')
+    if hasattr(errno, name)
+)
+
 
 class ApplySession(sessionmod.Session):
     """one stream apply: its closer, its timings, how to name its files"""
@@ -87,6 +101,10 @@ class ApplySession(sessionmod.Session):
         )
         self._opening = None  # the last file write_files began to open
         self.inmakedirs = False  # see makedirs()
+        # the files left to core while closes are cheap (vfs, path), for
+        # their bytes; whether the last file opened was one of them
+        self._corefiles = []
+        self._lastcore = False
         # whole files written by writer threads where opens wait
         # (deferredwrite.py): their closer, once started
         self.writepolicy = policymod.WritePolicy(
@@ -221,12 +239,53 @@ class ApplySession(sessionmod.Session):
         check for v1; v2 reads what is left without checking)"""
         if self.expectedbytes is None:
             return
-        written = self.book.merged()['write'].bytes
+        written = self.book.merged()['write'].bytes + sum(
+            os.stat(vfs.join(path)).st_size for vfs, path in self._corefiles
+        )
         if written != self.expectedbytes:
             raise malformed.abort(
                 _(b'%d bytes of file data, the header declares %d')
                 % (written, self.expectedbytes)
             )
+
+    def may_skip(self):
+        """files are left to core only where the session has nothing else
+        to do with them: no report to time them for, no writer threads
+        started or about to be, and a closer that measured closes cheap
+        (one told to close inline measures nothing)"""
+        return (
+            not self.timed
+            and self.closer.policy == policymod.ADAPTIVE
+            and self.writepolicy.opens_cheap()
+        )
+
+    def leave_open_to_core(self, vfs, path):
+        """the file ``path`` of ``vfs`` is about to be opened by core, for
+        core to write and close"""
+        self._corefiles.append((vfs, path))
+        self._lastcore = True
+
+    def streamed(self):
+        """every file of the stream is written and closed"""
+        self._lastcore = False
+
+    def core_file_abort(self, exc):
+        """the abort that names the file core was opening or writing when
+        ``exc`` (an OSError) was raised, as the session's own files do; None
+        if it does not come from there"""
+        if not self._lastcore or not isinstance(exc, OSError):
+            return None
+        vfs, path = self._corefiles[-1]
+        joined = vfs.join(path)
+        if exc.filename is None:
+            if exc.errno not in _WRITE_ERRNOS:
+                return None
+            action = 'writing'
+        elif os.fsencode(exc.filename) == joined:
+            action = 'opening'
+        else:
+            return None
+        return self.abort(closermod.FileError(joined, exc, action))
 
     def deliver_report(self):
         """build the report, then print it or hand it to a collector"""
@@ -407,8 +466,10 @@ class ApplySession(sessionmod.Session):
         name = getattr(fp, 'name', None)  # what the vfs opened
         if type(name) is not bytes:
             name = vfs.join(path)
+        self._lastcore = False
         return handover.HandedOverFile(
-            fp, self.closer, name, fd, files, writestat, timed=self.timed
+            fp, self.closer, name, fd, files, writestat,
+            onclose=self.closed_one, timed=self.timed,
         )
 
     def _make_parents(self, vfs, path, mode, dirname, kwargs):
@@ -667,6 +728,8 @@ class SessionCloser:
             self._session.take_back()
         else:
             self._session.check_complete()
+            # what fails from here on is not a file of the stream
+            self._session.streamed()
         return False
 
     def close(self, fh):
@@ -717,6 +780,9 @@ def _apply(session, orig, repo, fp, args, kwargs):
         # every file handed over is closed now (finishing the closer
         # joined its threads): take back what the failed apply wrote
         session.take_back()
+        abort = session.core_file_abort(exc)
+        if abort is not None:
+            raise abort from exc
         if isinstance(exc, (ValueError, TypeError)):
             # a NUL byte in a name, found by core's own file calls; or
             # damage in the bundle2 container that Mercurial 6.5 chokes on
@@ -750,6 +816,9 @@ def vfsopen(session, orig, self, path, mode=b'rb', *args, **kwargs):
         is not SessionCloser
     ):
         return orig(self, path, mode, *args, **kwargs)
+    if session.leave_to_core():
+        session.leave_open_to_core(self, path)
+        return orig(self, path, mode, **kwargs)
     kwargs.pop('backgroundclose', None)
     return session.open(orig, self, path, mode, kwargs)
 
