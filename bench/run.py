@@ -19,6 +19,7 @@ import contextlib
 import json
 import os
 import platform
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -57,6 +58,8 @@ CONFIGS = {
 
 OPERATIONS = {
     'v1-apply': 'hg debugapplystreamclonebundle of a packed1 (v1) bundle',
+    'v1-ssh': 'hg clone -U --stream over ssh from a server that offers '
+              'only v1 (server.bundle2.stream=no)',
     'v2-ssh': 'hg clone -U --stream over ssh (v2)',
     'v2-http': 'hg clone -U --stream over http (v2)',
     'v2-unbundle': 'hg unbundle of a none-v2;stream=v2 bundle',
@@ -91,6 +94,7 @@ QUICK = {
 # parallel writers
 NOT_APPLICABLE = {
     ('v1-apply', 'core-parallel'),
+    ('v1-ssh', 'core-parallel'),
     ('v3-unbundle', 'core-parallel'),
     ('cg-unbundle', 'core-parallel'),
     ('update', 'core-parallel'),
@@ -211,6 +215,22 @@ class Bench:
         return self.start_server(
             served, '--config', 'extensions.clonebundles=')
 
+    def v1_server(self):
+        """an hg whose server side offers only the legacy stream (v1)"""
+        path = os.path.join(self.work, 'hg-v1-server')
+        if not os.path.exists(path):
+            # serve --stdio refuses --config: the setting comes from a
+            # configuration file added to the server's own
+            rc = path + '.rc'
+            with open(rc, 'w') as fp:
+                fp.write('[server]\nbundle2.stream = no\n')
+            with open(path, 'w') as fp:
+                fp.write('#!/bin/sh\nHGRCPATH="${HGRCPATH:+$HGRCPATH:}%s" '
+                         'exec %s "$@"\n'
+                         % (shlex.quote(rc), shlex.quote(self.hg)))
+            os.chmod(path, 0o755)
+        return path
+
     def stop_servers(self):
         while self.pids:
             try:
@@ -247,9 +267,10 @@ class Bench:
                 cmd = [hg, '-R', self.dest] + extra + [
                     '--config', 'experimental.stream-v3=yes',
                     'unbundle', src + '.%s.hg' % op[:2]]
-        elif op == 'v2-ssh':
+        elif op in ('v1-ssh', 'v2-ssh'):
+            remotecmd = hg if op == 'v2-ssh' else self.v1_server()
             cmd = [hg, 'clone', '-U', '--stream', '--ssh', common.DUMMYSSH,
-                   '--config', 'ui.remotecmd=%s' % hg,
+                   '--config', 'ui.remotecmd=%s' % remotecmd,
                    'ssh://bench/%s' % src, self.dest] + extra
         elif op == 'clone-bundle':
             cmd = [hg, 'clone', '-U', 'http://127.0.0.1:%d/'

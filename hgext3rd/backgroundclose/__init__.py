@@ -66,8 +66,11 @@ The same closer serves the other two places that write many files:
   forked update workers.  Each file is flushed before its close is handed
   over, so that the size and time the dirstate records are final.
 
-``--debug`` prints a line per closer that started threads, saying how many
-closes it handled and how many of them ran on threads.
+For changegroups and updates, ``--debug`` prints a line per closer that
+started threads, saying how many closes it handled and how many of them ran
+on threads; what a stream apply's closer did is in its timing report
+(``worker.backgroundclosereport``), and core's own "starting N threads for
+background file closing" is not printed, as core's closer is not used.
 
 Where it acts (Mercurial 6.5 to 7.2; "C threads" where the C part was
 built, Python threads elsewhere, e.g. on Windows or with
@@ -219,7 +222,9 @@ from . import (
 )
 
 __version__ = b'0.1.0'
-testedwith = b'6.5 6.6 6.7 6.8 6.9 7.0 7.1 7.2'
+# the releases make test-matrix runs: hg debugextensions compares the
+# exact version, hg's crash report its first two numbers
+testedwith = b'6.5.3 6.6.3 6.7.4 6.8.2 6.9.5 7.0.3 7.1.2 7.2.4'
 minimumhgversion = b'6.5'
 
 configtable = {}

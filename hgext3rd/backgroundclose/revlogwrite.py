@@ -118,12 +118,10 @@ def _expected_files(args, kwargs):
 
 
 def vfsopen(session, orig, self, path, mode=b'rb', *args, **kwargs):
-    if not session.running:
+    if not session.usable() or self is not session.rawvfs:
         return orig(self, path, mode, *args, **kwargs)
     if session.leave_to_core():
         # closes are cheap and none is pending
-        return orig(self, path, mode, *args, **kwargs)
-    if self is not session.rawvfs or threading.get_ident() != session.thread:
         return orig(self, path, mode, *args, **kwargs)
     closer = session.closer
     closer.wait_for(path)

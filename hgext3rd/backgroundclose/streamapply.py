@@ -45,6 +45,7 @@ import time
 
 from mercurial.i18n import _
 from mercurial import (
+    error,
     streamclone,
     util,
     vfs as vfsmod,
@@ -102,9 +103,9 @@ class ApplySession(sessionmod.Session):
         self._opening = None  # the last file write_files began to open
         self.inmakedirs = False  # see makedirs()
         # the files left to core while closes are cheap (vfs, path), for
-        # their bytes; whether the last file opened was one of them
+        # their bytes; the last file opened, if it was one of them
         self._corefiles = []
-        self._lastcore = False
+        self._lastcore = None
         # whole files written by writer threads where opens wait
         # (deferredwrite.py): their closer, once started
         self.writepolicy = policymod.WritePolicy(
@@ -262,27 +263,36 @@ class ApplySession(sessionmod.Session):
     def leave_open_to_core(self, vfs, path):
         """the file ``path`` of ``vfs`` is about to be opened by core, for
         core to write and close"""
-        self._corefiles.append((vfs, path))
-        self._lastcore = True
+        if self.expectedbytes is not None:
+            self._corefiles.append((vfs, path))
+        self._lastcore = (vfs, path)
 
     def streamed(self):
         """every file of the stream is written and closed"""
-        self._lastcore = False
+        self._lastcore = None
 
     def core_file_abort(self, exc):
         """the abort that names the file core was opening or writing when
-        ``exc`` (an OSError) was raised, as the session's own files do; None
-        if it does not come from there"""
-        if not self._lastcore or not isinstance(exc, OSError):
+        ``exc`` was raised, as the session's own files do; None if ``exc``
+        does not come from there"""
+        if self._lastcore is None:
             return None
-        vfs, path = self._corefiles[-1]
+        vfs, path = self._lastcore
         joined = vfs.join(path)
-        if exc.filename is None:
-            if exc.errno not in _WRITE_ERRNOS:
+        if isinstance(exc, ValueError) and b'\0' in path:
+            action = 'opening'  # a NUL byte in its name (see _open_here)
+        elif not isinstance(exc, OSError) or isinstance(
+            exc, error.StdioError  # the terminal or a pipe, not the file
+        ):
+            return None
+        elif exc.filename is not None:
+            if os.fsencode(exc.filename) != joined:
                 return None
-            action = 'writing'
-        elif os.fsencode(exc.filename) == joined:
             action = 'opening'
+        elif exc.errno in _WRITE_ERRNOS and _raised_by_consumer(exc):
+            # the consumer's own write or close of the file; a failed read
+            # of the stream is raised deeper, where it reads
+            action = 'writing'
         else:
             return None
         return self.abort(closermod.FileError(joined, exc, action))
@@ -466,7 +476,7 @@ class ApplySession(sessionmod.Session):
         name = getattr(fp, 'name', None)  # what the vfs opened
         if type(name) is not bytes:
             name = vfs.join(path)
-        self._lastcore = False
+        self._lastcore = None
         return handover.HandedOverFile(
             fp, self.closer, name, fd, files, writestat,
             onclose=self.closed_one, timed=self.timed,
@@ -658,6 +668,18 @@ class ApplySession(sessionmod.Session):
                 if onmain:
                     raise
                 closer.record(exc)
+
+
+def _raised_by_consumer(exc):
+    """whether the innermost Python frame ``exc`` went through is one of
+    core's stream consumers (a write or close it called), not code they
+    called (reading the stream, progress output)"""
+    tb = exc.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb.tb_frame.f_globals.get('__name__') == streamclone.__name__
 
 
 def _descriptors_of(path):

@@ -161,6 +161,14 @@ def run_config(args, name, tests, outdir):
         if CONFIGS[name] or not option.startswith('extensions.'):
             command.append('--extra-config-opt=%s' % option)
     env = dict(os.environ)
+    # run-tests.py puts a python3 on the tests' PATH that is a symlink to
+    # this interpreter: from there a virtualenv's interpreter no longer
+    # finds its packages, and helpers such as get-with-headers.py could
+    # not import mercurial (every test that reads an hgweb page failed
+    # without the extension)
+    env['PYTHONPATH'] = os.pathsep.join(
+        filter(None, [args.pythonpath, env.get('PYTHONPATH')])
+    )
     if name in SHIMMED:
         env['LD_PRELOAD'] = os.path.abspath(args.shim)
         env['SLOWCLOSE_US'] = SHIMMED[name]
@@ -203,6 +211,16 @@ def reuse(outdir, tests):
     if {name.split('#', 1)[0] for name in report} != set(tests):
         return None
     return report
+
+
+def packages_of(hg):
+    """the directory that holds the mercurial package ``hg`` runs"""
+    modules = subprocess.run(
+        [hg, '--config', 'ui.username=x', 'debuginstall', '-T',
+         '{hgmodules}'],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=True,
+    ).stdout.decode('utf-8', 'surrogateescape').strip()
+    return os.path.dirname(modules)
 
 
 def compare(base, other, allowlist):
@@ -271,6 +289,7 @@ def main():
     # run-tests.py runs in the source's tests directory: every path given
     # on the command line is made absolute before that
     args.source = os.path.abspath(args.source)
+    args.pythonpath = packages_of(args.hg)
 
     configs = [c for c in args.configs.split(',') if c]
     unknown = [c for c in configs if c not in CONFIGS or c == 'core']
