@@ -275,7 +275,7 @@ def test_an_error_in_a_file_left_to_core_names_the_file(cheap_closes_repo):
     repo = cheap_closes_repo
     session = streamapply.ApplySession(repo, b'v3')
     rawvfs = repo.store.rawvfs
-    session.leave_open_to_core(rawvfs, b'data/_a.i')
+    session.leave_open_to_core(rawvfs, b'data/_a.i', False)
     # the consumer's write into the file
     full = raised_in('mercurial.streamclone',
                      OSError(errno.ENOSPC, 'No space left on device'))
@@ -305,10 +305,38 @@ def test_an_error_in_a_file_left_to_core_names_the_file(cheap_closes_repo):
     assert session.core_file_abort(full) is None
     own.close()
     # a NUL byte in the name: named as when the session opens it
-    session.leave_open_to_core(rawvfs, b'data/_c\0.i')
+    session.leave_open_to_core(rawvfs, b'data/_c\0.i', False)
     assert session.core_file_abort(ValueError('embedded null byte')).message \
         == b'error opening data/_c\\x00.i: embedded null byte'
     # once the stream is written, a full disk is the transaction's
     session.streamed()
     assert session.core_file_abort(full) is None
     session.finish(failing=False)
+
+
+def test_a_file_left_to_core_closed_through_the_session_counts_and_fails(
+    cheap_closes_repo,
+):
+    # stream v1 opens with backgroundclose=True: core's close comes back
+    # to the session, which closes it there
+    import errno
+
+    class Failing(File):
+        def tell(self):
+            return 3
+
+        def close(self):
+            raise OSError(errno.EIO, 'Input/output error')
+
+    session = streamapply.ApplySession(cheap_closes_repo, b'v1',
+                                       expectedbytes=3)
+    rawvfs = cheap_closes_repo.store.rawvfs
+    session.leave_open_to_core(rawvfs, b'data/_a.i', True)
+    assert session.closes_core_file()
+    with pytest.raises(closermod.FileError) as caught:
+        session.close_core_file(Failing(), rawvfs.join(b'data/_a.i'))
+    assert session.abort(caught.value).message == (
+        b'error closing data/_a.i: Input/output error'
+    )
+    assert not session.closes_core_file()  # the next close is the closer's
+    session.finish(failing=True)

@@ -102,9 +102,14 @@ class ApplySession(sessionmod.Session):
         )
         self._opening = None  # the last file write_files began to open
         self.inmakedirs = False  # see makedirs()
-        # the files left to core while closes are cheap (vfs, path), for
-        # their bytes; the last file opened, if it was one of them
+        # the files left to core while closes are cheap: those whose bytes
+        # are counted by their size (vfs, path), the bytes of those core
+        # closed through the session, whether the file core opened last
+        # will be closed through it (stream v1), the last file opened, if
+        # it was one of them
         self._corefiles = []
+        self._corebytes = 0
+        self._coreclose = False
         self._lastcore = None
         # whole files written by writer threads where opens wait
         # (deferredwrite.py): their closer, once started
@@ -240,8 +245,13 @@ class ApplySession(sessionmod.Session):
         check for v1; v2 reads what is left without checking)"""
         if self.expectedbytes is None:
             return
-        written = self.book.merged()['write'].bytes + sum(
-            os.stat(vfs.join(path)).st_size for vfs, path in self._corefiles
+        written = (
+            self.book.merged()['write'].bytes
+            + self._corebytes
+            + sum(
+                os.stat(vfs.join(path)).st_size
+                for vfs, path in self._corefiles
+            )
         )
         if written != self.expectedbytes:
             raise malformed.abort(
@@ -260,12 +270,30 @@ class ApplySession(sessionmod.Session):
             and self.writepolicy.opens_cheap()
         )
 
-    def leave_open_to_core(self, vfs, path):
+    def leave_open_to_core(self, vfs, path, closedhere):
         """the file ``path`` of ``vfs`` is about to be opened by core, for
-        core to write and close"""
-        if self.expectedbytes is not None:
+        core to write and close (through ``close_core_file`` if
+        ``closedhere``, as stream v1 does)"""
+        if closedhere:
+            self._coreclose = True
+        elif self.expectedbytes is not None:
             self._corefiles.append((vfs, path))
         self._lastcore = (vfs, path)
+
+    def closes_core_file(self):
+        """whether the file core closes now is one left to it"""
+        return self._coreclose
+
+    def close_core_file(self, fh, name):
+        """close a file left to core, here, counting its bytes; the closer
+        measures closes again with the next sample"""
+        self._coreclose = False
+        try:
+            nbytes = fh.tell()  # opened empty, written in one pass
+            fh.close()
+        except Exception as exc:
+            raise closermod.FileError(name, exc) from exc
+        self._corebytes += nbytes
 
     def streamed(self):
         """every file of the stream is written and closed"""
@@ -755,7 +783,11 @@ class SessionCloser:
         return False
 
     def close(self, fh):
-        self._session.closer.close(fh, getattr(fh, 'name', None))
+        session = self._session
+        if session.closes_core_file():
+            session.close_core_file(fh, getattr(fh, 'name', None))
+        else:
+            session.closer.close(fh, getattr(fh, 'name', None))
 
 
 # wrappers -----------------------------------------------------------------
@@ -839,7 +871,9 @@ def vfsopen(session, orig, self, path, mode=b'rb', *args, **kwargs):
     ):
         return orig(self, path, mode, *args, **kwargs)
     if session.leave_to_core():
-        session.leave_open_to_core(self, path)
+        session.leave_open_to_core(
+            self, path, bool(kwargs.get('backgroundclose'))
+        )
         return orig(self, path, mode, **kwargs)
     kwargs.pop('backgroundclose', None)
     return session.open(orig, self, path, mode, kwargs)
