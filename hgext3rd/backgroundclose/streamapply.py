@@ -26,9 +26,10 @@ three small wrappers, all of which do nothing when no session is active:
 
 While closes and opens are measured cheap, with no report to time files
 for, the session leaves most files opened through the vfs to core and
-takes only a sample through its own path (session.py): core opens, writes
-and closes them, and their bytes are counted by their size once the
-stream is written.
+takes only a sample through its own path (session.py): core opens and
+writes them and closes them (stream v1 hands its closes back to the
+session, which counts their bytes there; the others' bytes are counted by
+their size once the stream is written).
 
 Parent directories of the files opened through the vfs are made by the
 session, each once (directories.py), which spares core's repeated attempts
