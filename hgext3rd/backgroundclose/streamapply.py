@@ -246,14 +246,13 @@ class ApplySession(sessionmod.Session):
         check for v1; v2 reads what is left without checking)"""
         if self.expectedbytes is None:
             return
-        written = (
-            self.book.merged()['write'].bytes
-            + self._corebytes
-            + sum(
-                os.stat(vfs.join(path)).st_size
-                for vfs, path in self._corefiles
-            )
+        # stat each file core wrote once, though stream v2 before 7.0
+        # leaves several backgroundclosing() contexts, each checking
+        self._corebytes += sum(
+            os.stat(vfs.join(path)).st_size for vfs, path in self._corefiles
         )
+        del self._corefiles[:]
+        written = self.book.merged()['write'].bytes + self._corebytes
         if written != self.expectedbytes:
             raise malformed.abort(
                 _(b'%d bytes of file data, the header declares %d')
@@ -785,10 +784,11 @@ class SessionCloser:
 
     def close(self, fh):
         session = self._session
+        name = getattr(fh, 'name', None)
         if session.closes_core_file():
-            session.close_core_file(fh, getattr(fh, 'name', None))
+            session.close_core_file(fh, name)
         else:
-            session.closer.close(fh, getattr(fh, 'name', None))
+            session.closer.close(fh, name)
 
 
 # wrappers -----------------------------------------------------------------
