@@ -17,12 +17,14 @@ Stream v2 writes through descriptors (Mercurial 7.0 and later), so the
 write itself fails; stream v1 (and v2 before 7.0) writes through buffered
 file objects, whose last bytes reach the disk when the file is flushed,
 on the writing thread before its close is handed over.  Either way the
-apply aborts naming the file and the reason, with inline and background closing alike (on background threads,
-which file meets the full disk first depends on when the threads close
-their files, so the name is not fixed there).  The files it wrote are
-taken back before the transaction aborts: the transaction needs a little
-space to flush its journal (without that, core's abort fails with a bare
-"No space left on device" and a transaction.__del__ traceback).
+apply aborts naming the file and the reason, with inline and background
+closing alike.  Which file meets the full disk first is not fixed: it
+depends on when the threads close their files, and on the transaction's
+journal, where each file is registered and which takes room too.  The
+transaction then rolls back ("transaction abort!").  The files the apply
+wrote are taken back before that: the transaction needs a little space to
+flush its journal (without that, core's abort fails with a bare "No space
+left on device" and a transaction.__del__ traceback, and leaves the files).
 
   $ for closing in no yes; do
   >   for format in v1 v2; do
@@ -36,15 +38,23 @@ space to flush its journal (without that, core's abort fails with a bare
   >     rm -rf full/repo
   >   done
   > done
-  abort: error writing data/dom/gfx/widget/dom__213.c.i: No space left on device
+  transaction abort!
+  rollback completed
+  abort: error writing data/*: No space left on device (glob)
   exit 255
   full/repo: as new
-  abort: error *ing data/dom/gfx/widget/dom__213.c.i: No space left on device (glob)
-  exit 255
-  full/repo: as new
+  transaction abort!
+  rollback completed
   abort: error *ing data/*: No space left on device (glob)
   exit 255
   full/repo: as new
+  transaction abort!
+  rollback completed
+  abort: error *ing data/*: No space left on device (glob)
+  exit 255
+  full/repo: as new
+  transaction abort!
+  rollback completed
   abort: error *ing data/*: No space left on device (glob)
   exit 255
   full/repo: as new
@@ -54,11 +64,15 @@ destination as core does:
 
   $ hg init full/repo
   $ hg -R full/repo -q unbundle v2.hg
-  abort: error *ing data/dom/gfx/widget/dom__213.c.i: No space left on device (glob)
+  transaction abort!
+  rollback completed
+  abort: error *ing data/*: No space left on device (glob)
   [255]
   $ asnew full/repo
   full/repo: as new
   $ hg clone -q -U --stream ssh://user@dummy/src full/clone
+  transaction abort!
+  rollback completed
   abort: error *ing data/*: No space left on device (glob)
   [255]
   $ ls full

@@ -72,33 +72,53 @@ names outright (v2 and v3; v1 has no cache files):
   >     asnew r
   >   done
   > done
+  transaction abort!
+  rollback completed
   abort: path contains illegal component: ../escape
   exit 255
   r: as new
+  transaction abort!
+  rollback completed
   abort: path contains illegal component: ../../hgrc
   exit 255
   r: as new
+  transaction abort!
+  rollback completed
   abort: path contains illegal component: $PWD/abs
   exit 255
   r: as new
+  transaction abort!
+  rollback completed
   abort: path contains illegal component: *../hgrc (glob)
   exit 255
   r: as new
+  transaction abort!
+  rollback completed
   abort: path contains illegal component: .hg/hgrc
   exit 255
   r: as new
+  transaction abort!
+  rollback completed
   abort: path contains illegal component: ../escape
   exit 255
   r: as new
+  transaction abort!
+  rollback completed
   abort: path contains illegal component: ../../hgrc
   exit 255
   r: as new
+  transaction abort!
+  rollback completed
   abort: path contains illegal component: $PWD/abs
   exit 255
   r: as new
+  transaction abort!
+  rollback completed
   abort: path contains illegal component: x/../../hgrc
   exit 255
   r: as new
+  transaction abort!
+  rollback completed
   abort: path contains illegal component: .hg/hgrc
   exit 255
   r: as new
@@ -112,18 +132,26 @@ Mercurial release:
   >   apply nul.hg
   >   asnew r
   > done
+  transaction abort!
+  rollback completed
   abort: unexpected response from remote server:
   'data/a\x00b.i\x001\n'
   exit 255
   r: as new
+  transaction abort!
+  rollback completed
   abort: error opening data/a?x00b.i: *: embedded null character in path (glob)
   exit 255
   r: as new
+  transaction abort!
+  rollback completed
   abort: error opening data/a?x00b.i: *: embedded null character in path (glob)
   exit 255
   r: as new
   $ craft v2 real.hg nul.hg 'c:a\0/b'
   $ apply nul.hg 2>&1 | grep -v '^(the bundle'
+  transaction abort!
+  rollback completed
   abort: * embedded null character in path (glob)
   exit 255
   $ asnew r

@@ -35,6 +35,8 @@ threads:
   >     hg -R int-$format-$closing verify -q
   >   done
   > done
+  transaction abort!
+  rollback completed
   interrupted!
   exit 255
   signalled while running: True
@@ -42,6 +44,8 @@ threads:
   threads as before: True
   descriptors as before: True
   int-v1-no: as new
+  transaction abort!
+  rollback completed
   interrupted!
   exit 255
   signalled while running: True
@@ -49,6 +53,8 @@ threads:
   threads as before: True
   descriptors as before: True
   int-v1-yes: as new
+  transaction abort!
+  rollback completed
   interrupted!
   exit 255
   signalled while running: True
@@ -56,6 +62,8 @@ threads:
   threads as before: True
   descriptors as before: True
   int-v2-no: as new
+  transaction abort!
+  rollback completed
   interrupted!
   exit 255
   signalled while running: True
@@ -75,6 +83,8 @@ before):
   >   asnew term-$parallel
   >   hg -R term-$parallel verify -q
   > done
+  transaction abort!
+  rollback completed
   killed!
   exit 255
   signalled while running: True
@@ -82,6 +92,8 @@ before):
   threads as before: True
   descriptors as before: True
   term-no: as new
+  transaction abort!
+  rollback completed
   killed!
   exit 255
   signalled while running: True
@@ -93,6 +105,8 @@ before):
 An interrupted clone removes its destination, as core does:
 
   $ interrupt INT cloned clone -q -U --stream ssh://user@dummy/src cloned
+  transaction abort!
+  rollback completed
   interrupted!
   exit 255
   signalled while running: True

@@ -100,3 +100,121 @@ def test_the_abort_callback_never_raises_an_interrupt(applied, monkeypatch):
         escaping(tr.abort)
     assert not any(os.path.exists(p) for p in written)
     assert not repo.svfs.exists(b'journal')
+
+
+# the transaction owns what the stream writes ------------------------------
+
+
+@pytest.fixture
+def journaling(lanerepo):
+    """a session inside a transaction, as a stream apply runs; the
+    repository and a reader of the transaction's two journals"""
+    repo = lanerepo
+    with repo.lock():
+        tr = repo.transaction(b'clone')
+        session = streamapply.ApplySession(repo, b'v2')
+        session.watch_transaction()
+
+        def journals():
+            return (
+                repo.svfs.read(b'journal'),
+                repo.svfs.tryread(b'journal.backupfiles'),
+            )
+
+        try:
+            yield session, repo, journals
+        finally:
+            session.closer.finish(failing=True)
+            tr.release()
+
+
+def test_a_store_file_is_registered_by_its_name_in_the_store(journaling):
+    session, repo, journals = journaling
+    # upper case: the store's encoding changes the name on disk; the
+    # transaction opens it through the store's vfs, which encodes it
+    session.register(repo.svfs, b'data/Foo.i')
+    session.register(repo.store.rawvfs, b'data/_foo.i')  # not again
+    session.register(repo.cachevfs, b'branch2-served')  # not the store's
+    assert journals() == (b'data/Foo.i\x000\n', b'')
+
+
+@pytest.mark.parametrize('name', [b'data/a\nb.i', b'data/a\x00b.i'])
+def test_a_name_that_would_corrupt_the_journal_is_refused(journaling, name):
+    session, repo, journals = journaling
+    with pytest.raises(streamapply.error.Abort, match='malformed'):
+        session.register(repo.svfs, name)
+    assert journals()[0] == b''
+
+
+def test_the_abort_removes_a_registered_file_even_without_the_undo(
+    journaling, monkeypatch
+):
+    session, repo, journals = journaling
+    monkeypatch.setattr(session, 'undo', lambda: None)
+    session.register(repo.svfs, b'data/Foo.i')
+    repo.svfs.write(b'data/Foo.i', b'x')
+    repo.currenttransaction().abort()
+    assert not repo.svfs.exists(b'data/Foo.i')
+
+
+def opening(session, repo, name):
+    """open ``name`` for writing through the store's vfs, inside the
+    session's backgroundclosing() as a stream apply does"""
+    rawvfs = repo.store.rawvfs
+    rawvfs._backgroundfilecloser = streamapply.SessionCloser(session)
+    try:
+        storevfs = repo.svfs
+        fp = streamapply.storeopen(
+            session, type(storevfs).__call__, storevfs, name, b'wb'
+        )
+        fp.close()
+    finally:
+        del rawvfs._backgroundfilecloser
+
+
+@pytest.mark.parametrize('how', ['directory', 'file-parent', 'absolute'])
+def test_a_name_the_open_refused_is_never_registered(
+    journaling, tmp_path, how
+):
+    # the rollback would fail on it for good ("rollback failed - please run
+    # hg recover", and the recover fails too), or remove what the audit
+    # kept the stream from writing
+    session, repo, journals = journaling
+    if how == 'directory':
+        os.makedirs(repo.svfs.join(b'data/x.i'))
+        name = b'data/x.i'
+    elif how == 'file-parent':
+        name = b'requires/x.i'  # a file of every share-safe store
+        repo.svfs.write(b'requires', b'')
+    else:
+        name = os.fsencode(tmp_path / 'outside.i')
+    with pytest.raises((OSError, streamapply.error.Abort)):
+        opening(session, repo, name)
+    assert journals()[0] == b''
+
+
+def test_a_file_opened_through_the_store_is_registered(journaling):
+    session, repo, journals = journaling
+    opening(session, repo, b'data/Foo.i')
+    assert journals()[0] == b'data/Foo.i\x000\n'
+
+
+def test_an_apply_s_abort_removes_new_files_and_truncates_others(
+    journaling, monkeypatch
+):
+    # Mercurial 6.5's abort truncates files registered at offset 0, making
+    # one removed meanwhile (by the undo) again, empty: the transaction of
+    # an apply removes them there too (compat.remove_new_files_on_abort)
+    session, repo, journals = journaling
+    monkeypatch.setattr(session, 'undo', lambda: None)
+    repo.svfs.write(b'grown', b'0123')
+    tr = repo.currenttransaction()
+    tr.add(b'grown', 4)  # a file that existed, at 4 bytes
+    repo.svfs.write(b'grown', b'0123456789')
+    session.register(repo.svfs, b'data/gone.i')  # removed before the abort
+    session.register(repo.svfs, b'data/new.i')
+    repo.svfs.write(b'data/new.i', b'x')
+    tr.abort()
+    assert not repo.svfs.exists(b'data/gone.i')
+    assert not repo.svfs.exists(b'data/new.i')
+    assert repo.svfs.read(b'grown') == b'0123'

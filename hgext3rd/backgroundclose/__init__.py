@@ -46,6 +46,10 @@ its closes to one closer:
   hangs too, as core would);
 - a failed or interrupted apply removes the files it wrote to the store
   and the cache, so that the repository is left as it was;
+- each store file is registered with the apply's transaction, as a pull
+  registers its revlogs: after a killed apply, :hg:`recover` removes them
+  (the one being opened at that moment may be left, empty), and
+  :hg:`rollback` right after an apply undoes it whole;
 - a stream that does not hold what its header declares (cut short, an
   unknown file source, counts that are not numbers) aborts with
   ``abort: malformed stream clone data: ...``.

@@ -14,6 +14,7 @@ from mercurial import (
     changegroup,
     commands,
     exchange,
+    extensions,
     merge as mergemod,
     transaction,
     streamclone,
@@ -45,6 +46,36 @@ HAS_WRITE_FILES = hasattr(streamclone, '_write_files')
 HAS_PREPARE_STREAMED_FILE = hasattr(
     vfsmod.abstractvfs, 'prepare_streamed_file'
 )
+
+
+# A transaction's abort removes the files registered with it at offset 0
+# (Mercurial 6.6 and later).  Mercurial 6.5's abort truncates them instead,
+# opening each for appending, which makes a file removed meanwhile again,
+# empty; its rollback and recover do remove them.  The same release added
+# has_abandoned_transaction, which tells the two apart in every release the
+# extension supports.
+ABORT_REMOVES_NEW_FILES = hasattr(transaction, 'has_abandoned_transaction')
+
+
+def remove_new_files_on_abort(tr):
+    """make ``tr``'s abort remove the files registered with it at offset 0
+    on Mercurial 6.5 too, as later releases do, instead of making them
+    again, empty (see ABORT_REMOVES_NEW_FILES).  Files registered at any
+    other offset are truncated, as before."""
+    if ABORT_REMOVES_NEW_FILES or '_do_full_abort' in vars(tr):
+        return
+    full_abort = tr._do_full_abort
+
+    def unlinking(orig, journal, report, opener, vfsmap, entries,
+                  backupentries, unlink=True, **kwargs):
+        return orig(journal, report, opener, vfsmap, entries, backupentries,
+                    True, **kwargs)
+
+    def do_full_abort(entries):
+        with extensions.wrappedfunction(transaction, '_playback', unlinking):
+            return full_abort(entries)
+
+    tr._do_full_abort = do_full_abort
 
 
 # The changegroup unpackers that define _unpackmanifests: cg3unpacker adds

@@ -36,6 +36,14 @@ session, each once (directories.py), which spares core's repeated attempts
 and gives the report's mkdir row.  Stream v2 from 7.0 on makes each
 directory once already (``prepare_streamed_file``): there ``util.makedirs``
 is timed, while the report is shown.
+
+Each store file the stream writes is registered with the apply's
+transaction once it is open and before a byte is written, at offset 0
+(``ApplySession.register``): the transaction's abort removes it, and so
+does ``hg recover`` after a killed apply, and ``hg rollback`` right after
+one.  The store's vfs class is wrapped for this (``storeopen``): it is
+where a file still has its name in the store, which the transaction needs.
+A failed apply still takes back what it wrote itself first (``undo``).
 """
 
 import errno
@@ -148,7 +156,61 @@ class ApplySession(sessionmod.Session):
                 (repo.vfs.join(b''), b'.hg/'),
             )
         )
+        # the transaction the files are registered with (see register())
+        self._tr = None
+        self._svfs = repo.svfs
+        self._registering = threading.Lock()
+        # stream v2 from Mercurial 7.0 on: path -> (store vfs, name) of each
+        # file prepared, until it is opened (and registered)
+        self._streamnames = {}
         self.start = util.timer()
+
+    def register(self, vfs, path):
+        """``path`` of ``vfs`` is open for writing, as a regular file, and
+        holds nothing of the stream yet: register it with the transaction,
+        so that its abort removes it, as does ``hg recover`` after the
+        process was killed.  Any thread may call it.
+
+        Store files only, at offset 0, by their name in the store: the
+        transaction opens them through the store's vfs, which encodes it.
+        Registered once open, never before: a name the open refused (a
+        directory in its place, a file in place of a parent, a path core's
+        audit rejects) would make core's rollback fail for good.  A name
+        holding a newline or a NUL byte is refused: it would corrupt the
+        journal, a line per file.  Raises FileError if the journal cannot
+        take it.
+        """
+        tr = self._tr
+        if tr is None or vfs is not self._svfs:
+            return
+        if b'\n' in path or b'\0' in path:
+            raise malformed.abort(
+                _(b'a file name holds a newline or a NUL byte: %s')
+                % stringutil.escapestr(path)
+            )
+        try:
+            with self._registering:
+                tr.add(path, 0)
+        except OSError as exc:
+            raise closermod.FileError(vfs.join(path), exc, 'opening') from exc
+
+    def prepared(self, vfs, path, real):
+        """stream v2 from Mercurial 7.0 on: ``path`` of ``vfs`` will be
+        written at ``real`` (by write_files): registered once opened"""
+        if vfs is self._svfs:
+            self._streamnames[real] = (vfs, path)
+
+    def register_opened(self, fp, vfs, path):
+        """register ``fp``, just opened for ``path`` of ``vfs``; close it if
+        that fails.  A deferred file is registered by whoever opens it."""
+        if isinstance(fp, deferredwrite.DeferredFile):
+            fp.storename = (vfs, path)
+            return
+        try:
+            self.register(vfs, path)
+        except BaseException:
+            closermod.close_quietly(fp)
+            raise
 
     def take_back(self):
         """after a failure, once no thread writes or closes any more: close
@@ -182,14 +244,14 @@ class ApplySession(sessionmod.Session):
     def undo(self):
         """remove what this apply wrote; call once every file is closed
 
-        Stream clone files are not journaled by the transaction, so a failed
-        apply would leave them behind (core leaves them too).  Only entries
-        that did not exist when the apply began are removed, and only below
-        the store and the cache directory.  The store's lock and the
-        transaction's journal files are left to their owners: this runs
-        while both may still be held, so that the transaction's own abort
-        finds the space the apply used free again (on a full disk it needs
-        some to flush its journal).
+        The transaction removes the store files registered with it
+        (register()), but not the directories that held them nor the cache
+        files, and on a full disk it cannot run at all: it needs some space
+        to flush its journal.  So this runs first, while the store's lock
+        and the transaction are still held: only entries that did not exist
+        when the apply began are removed, and only below the store and the
+        cache directory; the lock and the journal files are left to their
+        owners.  The transaction's abort then finds its files gone.
 
         A take-back cut short would leave part of the apply behind: one
         interrupt while it runs (a second Ctrl-C) is absorbed and the walk
@@ -232,7 +294,9 @@ class ApplySession(sessionmod.Session):
         consumer returned: the abort callback takes the files back then.
         """
         tr = self._repo.currenttransaction()
+        self._tr = tr
         if tr is not None:
+            compat.remove_new_files_on_abort(tr)
             # one callback per category: registering again replaces it.  The
             # interrupt undo() absorbed is dropped: raised from here, it
             # would keep the transaction from removing its journal, and the
@@ -411,9 +475,13 @@ class ApplySession(sessionmod.Session):
         """a deferred file whose data does not fit the budget: open it on
         this thread (audited already)"""
         orig, vfs, path, mode, kwargs = deferred.where
-        return self._open_here(
+        fp = self._open_here(
             orig, vfs, path, mode, dict(kwargs, auditpath=False)
         )
+        storename = getattr(deferred, 'storename', None)
+        if storename is not None:
+            self.register_opened(fp, *storename)
+        return fp
 
     def write_later(self, deferred, chunks, size):
         """hand a deferred file, whole, to the writer threads"""
@@ -429,8 +497,13 @@ class ApplySession(sessionmod.Session):
             if not directories.known(root, dirname):
                 directories.prepare(root, dirname, createmode, notindexed)
 
+        storename = getattr(deferred, 'storename', None)
+
         def opener():
-            return orig(vfs, path, mode, **openkwargs)
+            fp = orig(vfs, path, mode, **openkwargs)
+            if storename is not None:
+                self.register_opened(fp, *storename)
+            return fp
 
         write = deferredwrite.FileWrite(
             deferred.name, prepare, opener, chunks, size, self.budget,
@@ -575,6 +648,7 @@ class ApplySession(sessionmod.Session):
             chunks.append(chunk)
             size += len(chunk)
         directories = self.directories
+        storename = self._streamnames.pop(path, None)
 
         def prepare():
             if directory is not None:
@@ -583,10 +657,13 @@ class ApplySession(sessionmod.Session):
         def opener():
             fd = os.open(path, _OPEN_FLAGS, 0o777 if mode is None else mode)
             try:
-                return os.fdopen(fd, 'wb')
+                fp = os.fdopen(fd, 'wb')
             except BaseException:
                 os.close(fd)
                 raise
+            if storename is not None:
+                self.register_opened(fp, *storename)
+            return fp
 
         write = deferredwrite.FileWrite(
             path, prepare, opener, chunks, size, budget, self.book,
@@ -610,6 +687,7 @@ class ApplySession(sessionmod.Session):
         onmain = threading.current_thread() is threading.main_thread()
         writepolicy = self.writepolicy
         streamdirs = self._streamdirs
+        streamnames = self._streamnames
         for path, mode, data in info:
             if not onmain and closer.failed():
                 # the apply has failed: write nothing more, only keep the
@@ -654,6 +732,9 @@ class ApplySession(sessionmod.Session):
                 # in the owned set now: release() finds it there, and a
                 # search by name could find it queued on the closer later
                 self._opening = None
+                storename = streamnames.pop(path, None)
+                if storename is not None:
+                    self.register(*storename)
                 if timed:
                     openstat.add(clock() - start)
                 if timing is not None:
@@ -820,6 +901,9 @@ def _apply(session, orig, repo, fp, args, kwargs):
     """run the consumer in ``session``; take back what it wrote if it
     fails"""
     wrappers = list(_SESSION_SEAMS)
+    if type(repo.svfs) is not vfsmod.vfs:
+        # the store's vfs class, which encodes names (see storeopen)
+        wrappers.append((type(repo.svfs), '__call__', storeopen))
     if (
         session.timed
         and session.format == b'v2'
@@ -880,6 +964,21 @@ def vfsopen(session, orig, self, path, mode=b'rb', *args, **kwargs):
     return session.open(orig, self, path, mode, kwargs)
 
 
+def storeopen(session, orig, self, path, mode=b'r', *args, **kwargs):
+    """a file the stream writes, opened through the store's vfs by its
+    name in the store: registered with the transaction once open"""
+    fp = orig(self, path, mode, *args, **kwargs)
+    if (
+        session.running
+        and mode in (b'w', b'wb')
+        and not kwargs.get('atomictemp')
+        and type(getattr(self.vfs, '_backgroundfilecloser', None))
+        is SessionCloser
+    ):
+        session.register_opened(fp, self, path)
+    return fp
+
+
 def makedirs(session, orig, name, *args, **kwargs):
     """stream v2 from Mercurial 7.0 on, with the report shown: core makes
     each directory once (prepare_streamed_file); time it for the report's
@@ -915,7 +1014,10 @@ def prepare_streamed_file(
     if session.usable():
         session.closer.raise_failure()
         session.stream_directory(self, path, known_directories)
-    return orig(self, path, known_directories, **kwargs)
+    prepared = orig(self, path, known_directories, **kwargs)
+    if session.running:
+        session.prepared(self, path, prepared[0])
+    return prepared
 
 
 def write_files(session, orig, info):

@@ -1,0 +1,102 @@
+The transaction owns what a stream apply writes
+===============================================
+
+A stream apply registers each file with its transaction before writing it,
+at offset 0, as a pull registers a new revlog.  Core registers nothing: a
+process killed during an apply leaves its files for good, and "hg recover"
+has nothing to remove; "hg rollback" after an apply says it rolled back,
+yet leaves the files.  Closes take 3 ms (bench/slowclose.c), so that the
+apply of 1,000 files still runs when it is killed.
+
+  $ [ -n "$SLOWCLOSE_SO" ] && [ -f "$SLOWCLOSE_SO" ] || exit 80
+  $ . "$TESTDIR/setup.sh"
+  $ makerepo src 1000
+  $ hg -R src debugcreatestreamclonebundle v1.hg > /dev/null
+  $ hg -R src bundle -q -a --type 'none-v2;stream=v2' v2.hg
+
+killapply REPO BUNDLE [HG OPTIONS]: apply BUNDLE to a new REPO, kill -9 the
+process once the store holds 100 revlogs (no cleanup of any kind runs),
+then say how many files the store holds besides its requires:
+
+  $ revlogs() { find "$1/.hg/store" -type f ! -name requires | wc -l; }
+  $ killapply() {
+  >   repo=$1 bundle=$2; shift 2
+  >   hg init $repo
+  >   SLOWCLOSE_US=3000 LD_PRELOAD="$SLOWCLOSE_SO" \
+  >     hg -R $repo -q debugapplystreamclonebundle $bundle "$@" \
+  >     > /dev/null 2>&1 &
+  >   pid=$!
+  >   while kill -0 $pid 2>/dev/null && [ "$(revlogs $repo)" -lt 100 ]; do
+  >     sleep 0.02
+  >   done
+  >   kill -9 $pid 2>/dev/null && echo "$repo: killed while applying"
+  >   wait $pid 2>/dev/null
+  >   [ "$(revlogs $repo)" -ge 100 ] && echo "$repo: 100 files or more"
+  > }
+
+Without the extension, "hg recover" rolls back the transaction and the files
+stay:
+
+  $ killapply core v1.hg --config extensions.backgroundclose=!
+  core: killed while applying
+  core: 100 files or more
+  $ hg -R core recover -q --config extensions.backgroundclose=! 2>/dev/null
+  $ [ "$(revlogs core)" -ge 100 ] && echo "core: files left"
+  core: files left
+
+With it, the same "hg recover" removes every file the apply wrote data
+into, for v1 and v2, closing inline, in the background, and with whole files written by
+writer threads (worker.backgroundclosewrites).  A file is
+registered once it is open, before a byte is written: the one being opened
+when the process died may be left, empty.  The directories that held the
+files remain, as after any rollback:
+
+  $ written() { find "$1/.hg/store" -type f -size +0 ! -name requires | wc -l; }
+
+  $ for format in v1 v2; do
+  >   for closing in no yes writers; do
+  >     killapply $format-$closing $format.hg \
+  >       --config worker.backgroundclose=$([ $closing = no ] && echo no || echo yes) \
+  >       --config worker.backgroundclosewrites=$([ $closing = writers ] && echo yes || echo no) \
+  >       --config worker.backgroundcloseminfilecount=0
+  >     hg -R $format-$closing recover -q 2>/dev/null
+  >     echo "$format-$closing: $(written $format-$closing) files left"
+  >     hg -R $format-$closing verify -q
+  >   done
+  > done
+  v1-no: killed while applying
+  v1-no: 100 files or more
+  v1-no: 0 files left
+  v1-yes: killed while applying
+  v1-yes: 100 files or more
+  v1-yes: 0 files left
+  v1-writers: killed while applying
+  v1-writers: 100 files or more
+  v1-writers: 0 files left
+  v2-no: killed while applying
+  v2-no: 100 files or more
+  v2-no: 0 files left
+  v2-yes: killed while applying
+  v2-yes: 100 files or more
+  v2-yes: 0 files left
+  v2-writers: killed while applying
+  v2-writers: 100 files or more
+  v2-writers: 0 files left
+
+The repository takes the bundle again afterwards:
+
+  $ hg -R v1-no -q debugapplystreamclonebundle v1.hg > /dev/null
+  $ hg -R v1-no verify -q
+  $ hg -R v1-no log -r tip -T '{rev}\n'
+  1
+
+"hg rollback" right after an apply undoes it whole: the repository is empty
+again and verifies (core would keep the files while saying it rolled back):
+
+  $ hg -R v1-no rollback
+  repository tip rolled back to revision -1 (undo clone)
+  $ echo "$(written v1-no) files left"
+  0 files left
+  $ hg -R v1-no verify -q
+  $ hg -R v1-no log -r tip -T '{rev}\n'
+  -1
