@@ -124,8 +124,10 @@ names outright (v2 and v3; v1 has no cache files):
   r: as new
 
 A NUL byte in a name: a clear abort naming the file (core: a ValueError
-traceback for v2 and v3).  Which call finds the NUL first depends on the
-Mercurial release:
+traceback for v2 and v3).  Stream v1 fails in core's parsing; v2 and v3
+are refused before the file is opened, as a name that would corrupt the
+transaction's journal (see below).  A cache file's name is found by the
+open:
 
   $ for format in v1 v2 v3; do
   >   craft $format real.hg nul.hg 'data/a\0b.i'
@@ -140,12 +142,14 @@ Mercurial release:
   r: as new
   transaction abort!
   rollback completed
-  abort: error opening data/a?x00b.i: *: embedded null character in path (glob)
+  abort: malformed stream clone data: a file name holds a newline or a NUL byte: data/a\x00b.i
+  (the bundle or the stream from the server is damaged)
   exit 255
   r: as new
   transaction abort!
   rollback completed
-  abort: error opening data/a?x00b.i: *: embedded null character in path (glob)
+  abort: malformed stream clone data: a file name holds a newline or a NUL byte: data/a\x00b.i
+  (the bundle or the stream from the server is damaged)
   exit 255
   r: as new
   $ craft v2 real.hg nul.hg 'c:a\0/b'
@@ -155,6 +159,40 @@ Mercurial release:
   abort: * embedded null character in path (glob)
   exit 255
   $ asnew r
+  r: as new
+
+Names that would turn the transaction's journal against it: a newline (the
+journal holds a line per file the stream writes) and the transaction's own
+files at the store's root.  They are refused before anything is opened,
+also where core's writer threads open the files (stream v2 with
+worker.parallel-stream-bundle-processing, Mercurial 7.0 and later; an
+unknown setting before):
+
+  $ for parallel in no yes; do
+  >   craft v2 real.hg nl.hg $'data/a\nb.i'
+  >   apply nl.hg --config worker.parallel-stream-bundle-processing=$parallel 2>&1 |
+  >     grep -v '^(the bundle\|^transaction abort!$\|^rollback completed$'
+  >   asnew r
+  > done
+  abort: malformed stream clone data: a file name holds a newline or a NUL byte: data/a\nb.i
+  exit 255
+  r: as new
+  abort: malformed stream clone data: a file name holds a newline or a NUL byte: data/a\nb.i
+  exit 255
+  r: as new
+  $ for name in journal undo.backupfiles lock; do
+  >   craft v2 real.hg own.hg $name
+  >   apply own.hg 2>&1 | grep -v '^(the bundle\|^transaction abort!$\|^rollback completed$'
+  >   asnew r
+  > done
+  abort: malformed stream clone data: the transaction's own file: journal
+  exit 255
+  r: as new
+  abort: malformed stream clone data: the transaction's own file: undo.backupfiles
+  exit 255
+  r: as new
+  abort: malformed stream clone data: the transaction's own file: lock
+  exit 255
   r: as new
 
 The same name twice: the second copy is written over the first, as in core

@@ -90,15 +90,16 @@ name, and the repository is left as it was:
   $ asnew fail
   fail: as new
 
-So does a file that cannot be opened (a directory stands in its place):
+So does a file that cannot be opened (a directory stands in its place).
+Whether the transaction has files to roll back then depends on which
+writers opened theirs before the failure, so its lines are left out:
 
   $ hg init blocked
   $ victim=$(cd core/.hg/store && find data -type f | sort | head -1)
   $ mkdir -p blocked/.hg/store/$victim
   $ hg -R blocked debugapplystreamclonebundle v1.hg -q 2>&1 |
-  >   sed "s|$victim|VICTIM|" | grep -v '^\*\*'
-  transaction abort!
-  rollback completed
+  >   sed "s|$victim|VICTIM|" | grep -v '^\*\*' |
+  >   grep -v '^transaction abort!$\|^rollback completed$'
   abort: error opening VICTIM: Is a directory
   $ find blocked/.hg/store/data -type f | wc -l
   0

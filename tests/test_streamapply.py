@@ -138,12 +138,35 @@ def test_a_store_file_is_registered_by_its_name_in_the_store(journaling):
     assert journals() == (b'data/Foo.i\x000\n', b'')
 
 
-@pytest.mark.parametrize('name', [b'data/a\nb.i', b'data/a\x00b.i'])
-def test_a_name_that_would_corrupt_the_journal_is_refused(journaling, name):
+@pytest.mark.parametrize(
+    'name',
+    [
+        b'data/a\nb.i',  # a line of the journal each
+        b'data/a\x00b.i',
+        b'journal',  # the transaction's own files, written over
+        b'journal.backupfiles',
+        b'undo',
+        b'lock',
+    ],
+)
+def test_a_name_turned_against_the_transaction_is_refused_before_the_open(
+    journaling, name
+):
     session, repo, journals = journaling
     with pytest.raises(streamapply.error.Abort, match='malformed'):
-        session.register(repo.svfs, name)
+        session.check_name(repo.svfs, name)
+    with pytest.raises(streamapply.error.Abort, match='malformed'):
+        opening(session, repo, name)
     assert journals()[0] == b''
+
+
+@pytest.mark.parametrize(
+    'name', [b'phaseroots', b'data/journal.i', b'data/lock.i', b'00changelog.i']
+)
+def test_the_stream_s_own_names_pass(journaling, name):
+    session, repo, journals = journaling
+    session.check_name(repo.svfs, name)
+    session.check_name(repo.cachevfs, b'journal')  # not the store's root
 
 
 def test_the_abort_removes_a_registered_file_even_without_the_undo(

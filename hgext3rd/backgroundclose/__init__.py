@@ -48,8 +48,8 @@ its closes to one closer:
   and the cache, so that the repository is left as it was;
 - each store file is registered with the apply's transaction, as a pull
   registers its revlogs: after a killed apply, :hg:`recover` removes them
-  (the one being opened at that moment may be left, empty), and
-  :hg:`rollback` right after an apply undoes it whole;
+  (those being opened at that moment may be left, empty), and
+  :hg:`rollback` right after an apply removes them too;
 - a stream that does not hold what its header declares (cut short, an
   unknown file source, counts that are not numbers) aborts with
   ``abort: malformed stream clone data: ...``.

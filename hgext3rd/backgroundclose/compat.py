@@ -9,6 +9,8 @@
 Nothing else in the extension looks at Mercurial's version.
 """
 
+import weakref
+
 from mercurial import (
     bundle2,
     changegroup,
@@ -64,7 +66,10 @@ def remove_new_files_on_abort(tr):
     other offset are truncated, as before."""
     if ABORT_REMOVES_NEW_FILES or '_do_full_abort' in vars(tr):
         return
-    full_abort = tr._do_full_abort
+    # the class's method, and the transaction by a weak reference: the
+    # transaction holding itself would wait for the garbage collector
+    full_abort = type(tr)._do_full_abort
+    transaction_ref = weakref.ref(tr)
 
     def unlinking(orig, journal, report, opener, vfsmap, entries,
                   backupentries, unlink=True, **kwargs):
@@ -73,7 +78,7 @@ def remove_new_files_on_abort(tr):
 
     def do_full_abort(entries):
         with extensions.wrappedfunction(transaction, '_playback', unlinking):
-            return full_abort(entries)
+            return full_abort(transaction_ref(), entries)
 
     tr._do_full_abort = do_full_abort
 

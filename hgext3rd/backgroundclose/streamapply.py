@@ -165,6 +165,24 @@ class ApplySession(sessionmod.Session):
         self._streamnames = {}
         self.start = util.timer()
 
+    def check_name(self, vfs, path):
+        """before ``path`` of ``vfs`` is opened: refuse a store file name
+        that registering it would turn against the transaction.  A newline
+        or a NUL byte would corrupt the journal, a line per file; the lock
+        and the transaction's own files at the store's root would be
+        written over (no stream of Mercurial's holds them)."""
+        if vfs is not self._svfs:
+            return
+        if b'\n' in path or b'\0' in path:
+            what = _(b'a file name holds a newline or a NUL byte')
+        elif b'/' not in path and (
+            path == b'lock' or path.startswith((b'journal', b'undo'))
+        ):
+            what = _(b"the transaction's own file")
+        else:
+            return
+        raise malformed.abort(b'%s: %s' % (what, stringutil.escapestr(path)))
+
     def register(self, vfs, path):
         """``path`` of ``vfs`` is open for writing, as a regular file, and
         holds nothing of the stream yet: register it with the transaction,
@@ -175,19 +193,15 @@ class ApplySession(sessionmod.Session):
         transaction opens them through the store's vfs, which encodes it.
         Registered once open, never before: a name the open refused (a
         directory in its place, a file in place of a parent, a path core's
-        audit rejects) would make core's rollback fail for good.  A name
-        holding a newline or a NUL byte is refused: it would corrupt the
-        journal, a line per file.  Raises FileError if the journal cannot
-        take it.
+        audit rejects) would make core's rollback fail for good.  Its name
+        was checked before the open (check_name).  Once the apply failed
+        nothing more is registered: a writer thread that was left to a
+        hung open reaches here after the transaction ended, and removes its
+        file itself.  Raises FileError if the journal cannot take it.
         """
         tr = self._tr
-        if tr is None or vfs is not self._svfs:
+        if tr is None or vfs is not self._svfs or self.cancelled.is_set():
             return
-        if b'\n' in path or b'\0' in path:
-            raise malformed.abort(
-                _(b'a file name holds a newline or a NUL byte: %s')
-                % stringutil.escapestr(path)
-            )
         try:
             with self._registering:
                 tr.add(path, 0)
@@ -208,9 +222,16 @@ class ApplySession(sessionmod.Session):
             return
         try:
             self.register(vfs, path)
-        except BaseException:
-            closermod.close_quietly(fp)
+        except BaseException as exc:
+            # the failing path's close: nothing handed over as written
+            fp.__exit__(type(exc), exc, exc.__traceback__)
             raise
+
+    def finish(self, failing):
+        # nothing is registered once the apply is over; the transaction
+        # may outlive the session (an outer one), which must not keep it
+        self._tr = None
+        super().finish(failing)
 
     def take_back(self):
         """after a failure, once no thread writes or closes any more: close
@@ -732,9 +753,6 @@ class ApplySession(sessionmod.Session):
                 # in the owned set now: release() finds it there, and a
                 # search by name could find it queued on the closer later
                 self._opening = None
-                storename = streamnames.pop(path, None)
-                if storename is not None:
-                    self.register(*storename)
                 if timed:
                     openstat.add(clock() - start)
                 if timing is not None:
@@ -744,6 +762,9 @@ class ApplySession(sessionmod.Session):
                         blocked = _blocked(blockstart)
                     if writepolicy.learn(clock() - start, cpu, blocked):
                         self._start_writers()
+                storename = streamnames.pop(path, None)
+                if storename is not None:
+                    self.register(*storename)  # before the first byte
                 for chunk in data:
                     if timed:
                         start = clock()
@@ -967,14 +988,17 @@ def vfsopen(session, orig, self, path, mode=b'rb', *args, **kwargs):
 def storeopen(session, orig, self, path, mode=b'r', *args, **kwargs):
     """a file the stream writes, opened through the store's vfs by its
     name in the store: registered with the transaction once open"""
-    fp = orig(self, path, mode, *args, **kwargs)
-    if (
+    streamed = (
         session.running
         and mode in (b'w', b'wb')
         and not kwargs.get('atomictemp')
         and type(getattr(self.vfs, '_backgroundfilecloser', None))
         is SessionCloser
-    ):
+    )
+    if streamed:
+        session.check_name(self, path)
+    fp = orig(self, path, mode, *args, **kwargs)
+    if streamed:
         session.register_opened(fp, self, path)
     return fp
 
@@ -1011,6 +1035,8 @@ def prepare_streamed_file(
     directory once on this path (its known_directories), so its mkdir
     calls are left as they are, unless writer threads write the files
     (ApplySession.stream_directory)."""
+    if session.running:
+        session.check_name(self, path)
     if session.usable():
         session.closer.raise_failure()
         session.stream_directory(self, path, known_directories)
