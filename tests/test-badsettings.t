@@ -94,7 +94,8 @@ the repository as new, no clone left behind:
 Other bad values are caught the same way, each naming its setting:
 
   $ for setting in backgroundclosethreadcount=0 backgroundclosemaxqueue=-1 \
-  >     backgroundclosenative=perhaps backgroundclosereport=maybe; do
+  >     backgroundclosenative=perhaps backgroundclosejournal=often \
+  >     backgroundclosereport=maybe; do
   >   hg -R target unbundle -q cg.hg --config worker.$setting
   >   asnew target > /dev/null || echo "target: changed"
   > done
@@ -103,6 +104,8 @@ Other bad values are caught the same way, each naming its setting:
   abort: worker.backgroundclosemaxqueue must be a positive integer, not -1
   (see "hg help -e backgroundclose")
   abort: worker.backgroundclosenative is not a boolean ('perhaps')
+  (see "hg help -e backgroundclose")
+  abort: worker.backgroundclosejournal is not a boolean ('often')
   (see "hg help -e backgroundclose")
   abort: worker.backgroundclosereport must be a boolean or "json", not maybe
 

@@ -17,14 +17,12 @@ Stream v2 writes through descriptors (Mercurial 7.0 and later), so the
 write itself fails; stream v1 (and v2 before 7.0) writes through buffered
 file objects, whose last bytes reach the disk when the file is flushed,
 on the writing thread before its close is handed over.  Either way the
-apply aborts naming the file and the reason, with inline and background
-closing alike.  Which file meets the full disk first is not fixed: it
-depends on when the threads close their files, and on the transaction's
-journal, where each file is registered and which takes room too.  The
-transaction then rolls back ("transaction abort!").  The files the apply
-wrote are taken back before that: the transaction needs a little space to
-flush its journal (without that, core's abort fails with a bare "No space
-left on device" and a transaction.__del__ traceback, and leaves the files).
+apply aborts naming the file and the reason, with inline and background closing alike (on background threads,
+which file meets the full disk first depends on when the threads close
+their files, so the name is not fixed there).  The files it wrote are
+taken back before the transaction aborts: the transaction needs a little
+space to flush its journal (without that, core's abort fails with a bare
+"No space left on device" and a transaction.__del__ traceback).
 
   $ for closing in no yes; do
   >   for format in v1 v2; do
@@ -38,23 +36,15 @@ left on device" and a transaction.__del__ traceback, and leaves the files).
   >     rm -rf full/repo
   >   done
   > done
-  transaction abort!
-  rollback completed
-  abort: error writing data/*: No space left on device (glob)
+  abort: error writing data/dom/gfx/widget/dom__213.c.i: No space left on device
   exit 255
   full/repo: as new
-  transaction abort!
-  rollback completed
+  abort: error *ing data/dom/gfx/widget/dom__213.c.i: No space left on device (glob)
+  exit 255
+  full/repo: as new
   abort: error *ing data/*: No space left on device (glob)
   exit 255
   full/repo: as new
-  transaction abort!
-  rollback completed
-  abort: error *ing data/*: No space left on device (glob)
-  exit 255
-  full/repo: as new
-  transaction abort!
-  rollback completed
   abort: error *ing data/*: No space left on device (glob)
   exit 255
   full/repo: as new
@@ -64,15 +54,11 @@ destination as core does:
 
   $ hg init full/repo
   $ hg -R full/repo -q unbundle v2.hg
-  transaction abort!
-  rollback completed
-  abort: error *ing data/*: No space left on device (glob)
+  abort: error *ing data/dom/gfx/widget/dom__213.c.i: No space left on device (glob)
   [255]
   $ asnew full/repo
   full/repo: as new
   $ hg clone -q -U --stream ssh://user@dummy/src full/clone
-  transaction abort!
-  rollback completed
   abort: error *ing data/*: No space left on device (glob)
   [255]
   $ ls full

@@ -55,23 +55,15 @@ Stream v1 and v2, on the C lane and on Python threads:
   >   asnew $run
   > done
   exit 255
-  transaction abort!
-  rollback completed
   interrupted!
   v1-yes: as new
   exit 255
-  transaction abort!
-  rollback completed
   interrupted!
   v2-yes: as new
   exit 255
-  transaction abort!
-  rollback completed
   interrupted!
   v1-no: as new
   exit 255
-  transaction abort!
-  rollback completed
   interrupted!
   v2-no: as new
 
@@ -88,13 +80,9 @@ left open (closing them would hang too), and hg exits:
   >   asnew full-$run
   > done
   exit 255
-  transaction abort!
-  rollback completed
   interrupted!
   full-v1: as new
   exit 255
-  transaction abort!
-  rollback completed
   interrupted!
   full-v2: as new
 

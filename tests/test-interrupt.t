@@ -35,8 +35,6 @@ threads:
   >     hg -R int-$format-$closing verify -q
   >   done
   > done
-  transaction abort!
-  rollback completed
   interrupted!
   exit 255
   signalled while running: True
@@ -44,8 +42,6 @@ threads:
   threads as before: True
   descriptors as before: True
   int-v1-no: as new
-  transaction abort!
-  rollback completed
   interrupted!
   exit 255
   signalled while running: True
@@ -53,8 +49,6 @@ threads:
   threads as before: True
   descriptors as before: True
   int-v1-yes: as new
-  transaction abort!
-  rollback completed
   interrupted!
   exit 255
   signalled while running: True
@@ -62,8 +56,6 @@ threads:
   threads as before: True
   descriptors as before: True
   int-v2-no: as new
-  transaction abort!
-  rollback completed
   interrupted!
   exit 255
   signalled while running: True
@@ -83,8 +75,6 @@ before):
   >   asnew term-$parallel
   >   hg -R term-$parallel verify -q
   > done
-  transaction abort!
-  rollback completed
   killed!
   exit 255
   signalled while running: True
@@ -92,8 +82,6 @@ before):
   threads as before: True
   descriptors as before: True
   term-no: as new
-  transaction abort!
-  rollback completed
   killed!
   exit 255
   signalled while running: True
@@ -105,8 +93,6 @@ before):
 An interrupted clone removes its destination, as core does:
 
   $ interrupt INT cloned clone -q -U --stream ssh://user@dummy/src cloned
-  transaction abort!
-  rollback completed
   interrupted!
   exit 255
   signalled while running: True

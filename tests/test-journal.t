@@ -1,8 +1,10 @@
 The transaction owns what a stream apply writes
 ===============================================
 
-A stream apply registers each file with its transaction before writing it,
-at offset 0, as a pull registers a new revlog.  Core registers nothing: a
+With worker.backgroundclosejournal, a stream apply registers each file
+with its transaction before writing it, at offset 0, as a pull registers a
+new revlog (it costs every file some microseconds, so it is off by
+default).  Core registers nothing: a
 process killed during an apply leaves its files for good, and "hg recover"
 has nothing to remove; "hg rollback" after an apply says it rolled back,
 yet leaves the files.  Closes take 3 ms (bench/slowclose.c), so that the
@@ -10,6 +12,10 @@ apply of 1,000 files still runs when it is killed.
 
   $ [ -n "$SLOWCLOSE_SO" ] && [ -f "$SLOWCLOSE_SO" ] || exit 80
   $ . "$TESTDIR/setup.sh"
+  $ cat >> .hgrc <<HGRC
+  > [worker]
+  > backgroundclosejournal = yes
+  > HGRC
   $ makerepo src 1000
   $ hg -R src debugcreatestreamclonebundle v1.hg > /dev/null
   $ hg -R src bundle -q -a --type 'none-v2;stream=v2' v2.hg
@@ -34,8 +40,8 @@ then say how many files the store holds besides its requires:
   >   [ "$(revlogs $repo)" -ge 100 ] && echo "$repo: 100 files or more"
   > }
 
-Without the extension, "hg recover" rolls back the transaction and the files
-stay:
+Without the extension, or with the setting off, "hg recover" rolls back the
+transaction and the files stay:
 
   $ killapply core v1.hg --config extensions.backgroundclose=!
   core: killed while applying
@@ -43,6 +49,12 @@ stay:
   $ hg -R core recover -q --config extensions.backgroundclose=! 2>/dev/null
   $ [ "$(revlogs core)" -ge 100 ] && echo "core: files left"
   core: files left
+  $ killapply off v1.hg --config worker.backgroundclosejournal=no
+  off: killed while applying
+  off: 100 files or more
+  $ hg -R off recover -q 2>/dev/null
+  $ [ "$(revlogs off)" -ge 100 ] && echo "off: files left"
+  off: files left
 
 With it, the same "hg recover" removes every file the apply wrote data
 into, for v1 and v2, closing inline, in the background, and with whole files written by

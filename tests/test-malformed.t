@@ -51,8 +51,6 @@ Mercurial releases, whose revlogs differ a little: they are globbed.)
   >   hg -R r verify -q
   > done
   == v1-bytecount-too-high.hg
-  transaction abort!
-  rollback completed
   abort: malformed stream clone data: * bytes of file data, the header declares * (glob)
   (the bundle or the stream from the server is damaged)
   exit 255
@@ -62,34 +60,24 @@ Mercurial releases, whose revlogs differ a little: they are globbed.)
   exit 255
   r: as new
   == v1-cut-in-a-header.hg
-  transaction abort!
-  rollback completed
   abort: unexpected response from remote server: empty string
   exit 255
   r: as new
   == v1-cut-in-the-last-file.hg
-  transaction abort!
-  rollback completed
   abort: malformed stream clone data: * bytes of file data, the header declares * (glob)
   (the bundle or the stream from the server is damaged)
   exit 255
   r: as new
   == v1-fewer-files-declared.hg
-  transaction abort!
-  rollback completed
   abort: malformed stream clone data: * bytes of file data, the header declares * (glob)
   (the bundle or the stream from the server is damaged)
   exit 255
   r: as new
   == v1-more-files-declared.hg
-  transaction abort!
-  rollback completed
   abort: unexpected response from remote server: empty string
   exit 255
   r: as new
   == v1-sizes-too-long.hg
-  transaction abort!
-  rollback completed
   abort: malformed stream clone data: * bytes of file data, the header declares * (glob)
   (the bundle or the stream from the server is damaged)
   exit 255
@@ -104,15 +92,11 @@ Mercurial releases, whose revlogs differ a little: they are globbed.)
   exit 255
   r: as new
   == v2-bytecount-too-high.hg
-  transaction abort!
-  rollback completed
   abort: malformed stream clone data: * bytes of file data, the header declares * (glob)
   (the bundle or the stream from the server is damaged)
   exit 255
   r: as new
   == v2-cut-in-a-header.hg
-  transaction abort!
-  rollback completed
   abort: stream ended unexpectedly* (glob)
   exit 255
   r: as new
@@ -121,22 +105,16 @@ Mercurial releases, whose revlogs differ a little: they are globbed.)
   exit 255
   r: as new
   == v2-cut-in-the-last-file.hg
-  transaction abort!
-  rollback completed
   abort: malformed stream clone data: * bytes of file data, the header declares * (glob)
   (the bundle or the stream from the server is damaged)
   exit 255
   r: as new
   == v2-fewer-files-declared.hg
-  transaction abort!
-  rollback completed
   abort: malformed stream clone data: * bytes of file data, the header declares * (glob)
   (the bundle or the stream from the server is damaged)
   exit 255
   r: as new
   == v2-more-files-declared.hg
-  transaction abort!
-  rollback completed
   abort: stream ended unexpectedly* (glob)
   exit 255
   r: as new
@@ -145,8 +123,6 @@ Mercurial releases, whose revlogs differ a little: they are globbed.)
   exit 255
   r: as new
   == v2-unknown-source.hg
-  transaction abort!
-  rollback completed
   abort: malformed stream clone data: unknown file source 'x'
   (the bundle or the stream from the server is damaged)
   exit 255

@@ -39,15 +39,11 @@ file (its store name: this long path is hashed), for v1 and v2 alike:
   $ hg init fail-v1
   $ SLOWCLOSE_US=200 SLOWCLOSE_FAIL_MATCH=dom_184_ slow hg -R fail-v1 -q \
   >   debugapplystreamclonebundle v1.hg --config worker.backgroundclose=yes
-  transaction abort!
-  rollback completed
   abort: error closing dh/ipc/build/docs/services/gfx/tests/toolkit/very_lon/dom_184_xxxxxxxxxxxxxxxxec5ab6126cbbdad22cd047cc85b31fcf0140d6f2.i: Input/output error
   [255]
   $ hg init fail-v2
   $ SLOWCLOSE_US=200 SLOWCLOSE_FAIL_MATCH=dom_184_ slow hg -R fail-v2 -q \
   >   debugapplystreamclonebundle v2.hg --config worker.backgroundclose=yes
-  transaction abort!
-  rollback completed
   abort: error closing dh/ipc/build/docs/services/gfx/tests/toolkit/very_lon/dom_184_xxxxxxxxxxxxxxxxec5ab6126cbbdad22cd047cc85b31fcf0140d6f2.i: Input/output error
   [255]
 
@@ -56,8 +52,6 @@ The same when the closes run inline, with the reason the file system gave:
   $ hg init fail-inline
   $ SLOWCLOSE_FAIL_MATCH=dom_184_ SLOWCLOSE_ERRNO=ENOSPC slow hg -R fail-inline -q \
   >   debugapplystreamclonebundle v2.hg --config worker.backgroundclose=no
-  transaction abort!
-  rollback completed
   abort: error closing dh/ipc/build/docs/services/gfx/tests/toolkit/very_lon/dom_184_xxxxxxxxxxxxxxxxec5ab6126cbbdad22cd047cc85b31fcf0140d6f2.i: No space left on device
   [255]
 
@@ -68,8 +62,6 @@ of the stream):
   $ hg init fail-last
   $ SLOWCLOSE_US=3000 SLOWCLOSE_FAIL_MATCH=00changelog.i SLOWCLOSE_ERRNO=EDQUOT slow hg -R fail-last -q \
   >   debugapplystreamclonebundle v2.hg --config worker.backgroundclose=yes
-  transaction abort!
-  rollback completed
   abort: error closing 00changelog.i: Disk quota exceeded
   [255]
 
@@ -121,8 +113,6 @@ A clone that fails removes its destination, as core does:
 
   $ SLOWCLOSE_US=200 SLOWCLOSE_FAIL_NTH=50 slow hg clone -q -U --stream \
   >   ssh://user@dummy/src failed-clone --config worker.backgroundclose=yes
-  transaction abort!
-  rollback completed
   abort: error closing *: Input/output error (glob)
   [255]
   $ ls failed-clone

@@ -32,15 +32,11 @@ apply is taken back.
   >     --config extensions.undolock=$PWD/undolock.py
   >   asnew $format
   > done
-  transaction abort!
   taken back, store locked: yes
-  rollback completed
   taken back, store locked: yes
   abort: injected: the transaction fails to close
   v1: as new
   taken back, store locked: yes
-  transaction abort!
   taken back, store locked: yes
-  rollback completed
   abort: injected: the transaction fails to close
   v2: as new

@@ -8,6 +8,7 @@
 does (a user who presses it twice) must not leave half of the apply behind,
 nor keep the transaction's own abort from removing its journal."""
 
+import contextlib
 import os
 import sys
 
@@ -106,30 +107,55 @@ def test_the_abort_callback_never_raises_an_interrupt(applied, monkeypatch):
 
 
 @pytest.fixture
-def journaling(lanerepo):
-    """a session inside a transaction, as a stream apply runs; the
+def transacting(repo_with):
+    """``transacting(settings)``: a session inside a transaction, as a
+    stream apply runs, in a repository with the ``[worker]`` settings; the
     repository and a reader of the transaction's two journals"""
-    repo = lanerepo
-    with repo.lock():
-        tr = repo.transaction(b'clone')
-        session = streamapply.ApplySession(repo, b'v2')
-        session.watch_transaction()
+    @contextlib.contextmanager
+    def make(settings):
+        # the extension is not loaded: these have no registered defaults
+        repo = repo_with([
+            (b'backgroundclosemaxthreadcount', b'4'),
+            (b'backgroundclosethreshold', b'30'),
+        ] + settings)
+        with repo.lock():
+            tr = repo.transaction(b'clone')
+            session = streamapply.ApplySession(repo, b'v2')
+            session.watch_transaction()
 
-        def journals():
-            return (
-                repo.svfs.read(b'journal'),
-                repo.svfs.tryread(b'journal.backupfiles'),
-            )
+            def journals():
+                return (
+                    repo.svfs.read(b'journal'),
+                    repo.svfs.tryread(b'journal.backupfiles'),
+                )
 
-        try:
-            yield session, repo, journals
-        finally:
-            session.closer.finish(failing=True)
-            tr.release()
+            try:
+                yield session, repo, journals
+            finally:
+                session.closer.finish(failing=True)
+                tr.release()
+
+    return make
+
+
+@pytest.fixture
+def journaling(transacting):
+    """the same with worker.backgroundclosejournal on"""
+    with transacting([(b'backgroundclosejournal', b'yes')]) as made:
+        yield made
+
+
+def test_nothing_is_registered_by_default(transacting):
+    # core's journal entry costs every file of the apply: opt-in
+    with transacting([]) as (session, repo, journals):
+        session.check_name(repo.svfs, b'journal')  # nothing to protect
+        session.register(repo.svfs, b'data/Foo.i')
+        assert journals()[0] == b''
 
 
 def test_a_store_file_is_registered_by_its_name_in_the_store(journaling):
     session, repo, journals = journaling
+    assert session.journaled
     # upper case: the store's encoding changes the name on disk; the
     # transaction opens it through the store's vfs, which encodes it
     session.register(repo.svfs, b'data/Foo.i')

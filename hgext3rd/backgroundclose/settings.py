@@ -99,6 +99,12 @@ def native(ui):
     return bool(_read(ui.configbool, b'backgroundclosenative'))
 
 
+def journal(ui):
+    """whether ``worker.backgroundclosejournal`` registers each store file
+    a stream apply writes with its transaction"""
+    return bool(_read(ui.configbool, b'backgroundclosejournal'))
+
+
 def report(ui):
     """how to print the timing report after a stream apply
 
@@ -125,6 +131,7 @@ def validate(ui):
     closer_options(ui)
     native(ui)
     writes(ui)
+    journal(ui)
     report(ui)
 
 

@@ -37,11 +37,12 @@ and gives the report's mkdir row.  Stream v2 from 7.0 on makes each
 directory once already (``prepare_streamed_file``): there ``util.makedirs``
 is timed, while the report is shown.
 
-Each store file the stream writes is registered with the apply's
-transaction once it is open and before a byte is written, at offset 0
-(``ApplySession.register``): the transaction's abort removes it, and so
-does ``hg recover`` after a killed apply, and ``hg rollback`` right after
-one.  The store's vfs class is wrapped for this (``storeopen``): it is
+With ``worker.backgroundclosejournal``, each store file the stream writes
+is registered with the apply's transaction once it is open and before a
+byte is written, at offset 0 (``ApplySession.register``): the
+transaction's abort removes it, and so does ``hg recover`` after a killed
+apply, and ``hg rollback`` right after one.  It is off by default: core's
+journal entry costs every file some microseconds.  The store's vfs class is wrapped for this (``storeopen``): it is
 where a file still has its name in the store, which the transaction needs.
 A failed apply still takes back what it wrote itself first (``undo``).
 """
@@ -156,7 +157,9 @@ class ApplySession(sessionmod.Session):
                 (repo.vfs.join(b''), b'.hg/'),
             )
         )
-        # the transaction the files are registered with (see register())
+        # whether to register the files with the transaction, and the
+        # transaction they are registered with (see register())
+        self.journaled = settings.journal(ui)
         self._tr = None
         self._svfs = repo.svfs
         self._registering = threading.Lock()
@@ -171,7 +174,7 @@ class ApplySession(sessionmod.Session):
         or a NUL byte would corrupt the journal, a line per file; the lock
         and the transaction's own files at the store's root would be
         written over (no stream of Mercurial's holds them)."""
-        if vfs is not self._svfs:
+        if vfs is not self._svfs or not self.journaled:
             return
         if b'\n' in path or b'\0' in path:
             what = _(b'a file name holds a newline or a NUL byte')
@@ -211,7 +214,7 @@ class ApplySession(sessionmod.Session):
     def prepared(self, vfs, path, real):
         """stream v2 from Mercurial 7.0 on: ``path`` of ``vfs`` will be
         written at ``real`` (by write_files): registered once opened"""
-        if vfs is self._svfs:
+        if vfs is self._svfs and self.journaled:
             self._streamnames[real] = (vfs, path)
 
     def register_opened(self, fp, vfs, path):
@@ -315,9 +318,10 @@ class ApplySession(sessionmod.Session):
         consumer returned: the abort callback takes the files back then.
         """
         tr = self._repo.currenttransaction()
-        self._tr = tr
-        if tr is not None:
+        if tr is not None and self.journaled:
+            self._tr = tr
             compat.remove_new_files_on_abort(tr)
+        if tr is not None:
             # one callback per category: registering again replaces it.  The
             # interrupt undo() absorbed is dropped: raised from here, it
             # would keep the transaction from removing its journal, and the
@@ -922,7 +926,7 @@ def _apply(session, orig, repo, fp, args, kwargs):
     """run the consumer in ``session``; take back what it wrote if it
     fails"""
     wrappers = list(_SESSION_SEAMS)
-    if type(repo.svfs) is not vfsmod.vfs:
+    if session.journaled and type(repo.svfs) is not vfsmod.vfs:
         # the store's vfs class, which encodes names (see storeopen)
         wrappers.append((type(repo.svfs), '__call__', storeopen))
     if (
