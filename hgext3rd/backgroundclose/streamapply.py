@@ -42,9 +42,10 @@ is registered with the apply's transaction once it is open and before a
 byte is written, at offset 0 (``ApplySession.register``): the
 transaction's abort removes it, and so does ``hg recover`` after a killed
 apply, and ``hg rollback`` right after one.  It is off by default: core's
-journal entry costs every file some microseconds.  The store's vfs class is wrapped for this (``storeopen``): it is
-where a file still has its name in the store, which the transaction needs.
-A failed apply still takes back what it wrote itself first (``undo``).
+journal entry costs every file some microseconds.  The store's vfs class
+is wrapped for this (``storeopen``): it is where a file still has its name
+in the store, which the transaction needs.  A failed apply still takes
+back what it wrote itself first (``undo``).
 """
 
 import errno
@@ -318,10 +319,10 @@ class ApplySession(sessionmod.Session):
         consumer returned: the abort callback takes the files back then.
         """
         tr = self._repo.currenttransaction()
-        if tr is not None and self.journaled:
-            self._tr = tr
-            compat.remove_new_files_on_abort(tr)
         if tr is not None:
+            if self.journaled:
+                self._tr = tr
+                compat.remove_new_files_on_abort(tr)
             # one callback per category: registering again replaces it.  The
             # interrupt undo() absorbed is dropped: raised from here, it
             # would keep the transaction from removing its journal, and the
@@ -967,18 +968,24 @@ def backgroundfilecloser(session, orig, ui, expectedcount=-1):
     return SessionCloser(session)
 
 
+def _streamed(session, rawvfs, mode, args, kwargs):
+    """whether an open through ``rawvfs`` is of a file the stream writes:
+    for writing, on the session's thread, and inside backgroundclosing()
+    (such a file is written once, and closed before the context, and so
+    the transaction, ends)"""
+    return (
+        session.usable()
+        and not args
+        and mode in (b'w', b'wb')
+        and not kwargs.get('atomictemp')
+        and not kwargs.get('checkambig')
+        and type(getattr(rawvfs, '_backgroundfilecloser', None))
+        is SessionCloser
+    )
+
+
 def vfsopen(session, orig, self, path, mode=b'rb', *args, **kwargs):
-    if (
-        not session.usable()
-        or args
-        or mode not in (b'w', b'wb')
-        or kwargs.get('atomictemp')
-        or kwargs.get('checkambig')
-        # only files opened inside backgroundclosing(): written once, and
-        # closed before the context (and so the transaction) ends
-        or type(getattr(self, '_backgroundfilecloser', None))
-        is not SessionCloser
-    ):
+    if not _streamed(session, self, mode, args, kwargs):
         return orig(self, path, mode, *args, **kwargs)
     if session.leave_to_core():
         session.leave_open_to_core(
@@ -992,13 +999,7 @@ def vfsopen(session, orig, self, path, mode=b'rb', *args, **kwargs):
 def storeopen(session, orig, self, path, mode=b'r', *args, **kwargs):
     """a file the stream writes, opened through the store's vfs by its
     name in the store: registered with the transaction once open"""
-    streamed = (
-        session.running
-        and mode in (b'w', b'wb')
-        and not kwargs.get('atomictemp')
-        and type(getattr(self.vfs, '_backgroundfilecloser', None))
-        is SessionCloser
-    )
+    streamed = _streamed(session, self.vfs, mode, args, kwargs)
     if streamed:
         session.check_name(self, path)
     fp = orig(self, path, mode, *args, **kwargs)
