@@ -16,11 +16,22 @@ file to the closer.
 Where the closer has the C lane, the lane closes descriptors, not file
 objects.  While a vfs opens a file for the seam (``OwnedFiles.open_through``),
 the ``util.posixfile`` wrapper below opens the descriptor with ``os.open``,
-into the closer's owned set in the same step, and puts a file object over
-it that does not own it (``closefd=False``).  Closing the proxy flushes and
-closes that file object (which leaves the descriptor open), then hands the
-bare descriptor over: the lane never closes a descriptor with anything
-buffered above it, and nothing is flushed after the lane closed it.
+into the closer's owned set in the same step.  What the vfs then gets is
+either
+
+- a ``DescriptorFile``, for a file opened only to be written from start to
+  end (``'wb'``, and the seam asked for it: stream applies and working-copy
+  updates).  Its writes go straight into the descriptor, so nothing is ever
+  buffered above it, and its ``close()`` hands the descriptor over.  It
+  spares each file a Python file object and a proxy, which cost as much
+  as the rest of the seam together; or
+- a file object over the descriptor that does not own it
+  (``closefd=False``), for other modes (a revlog appended to).  Closing
+  the proxy flushes and closes that file object (which leaves the
+  descriptor open), then hands the bare descriptor over.
+
+Either way the lane never closes a descriptor with anything buffered above
+it, and nothing is written after the lane closed it.
 
 Ownership: a descriptor is the session's while it is in ``owned``; the
 lane takes it out of that set in the same step as it queues it, and an
@@ -72,21 +83,39 @@ class OwnedFiles:
         # the posixfile wrapper, once a file was opened for the lane: it
         # costs every file the process opens a call, so only from then on
         self._seam = None
+        # while a vfs opens a file for open_through(direct=...): what makes
+        # the DescriptorFile of a file opened 'wb'
+        self._direct = None
 
     def takes_descriptors(self):
         """whether files are opened for the lane now: only once closes go
-        there, as opening a descriptor for it costs more than core's
-        open(), and a file object handed over is closed inline all the
-        same"""
+        there, as opening a descriptor for it and a file object over it
+        costs more than core's open(), and a file object handed over is
+        closed inline all the same.  A DescriptorFile costs less than
+        core's file: see ``writes_direct``."""
         return self._native and self._decisions.background
 
-    def open_through(self, orig, vfs, path, mode, kwargs, joined=None):
+    @property
+    def writes_direct(self):
+        """whether ``open_through(direct=...)`` makes DescriptorFiles,
+        whether the closer closes in the background or inline: wherever
+        the C module is built"""
+        return self._native
+
+    def open_through(self, orig, vfs, path, mode, kwargs, joined=None,
+                     direct=None):
         """``orig(vfs, path, mode, **kwargs)``, core's vfs open, with the
         file's descriptor opened for the lane if it takes descriptors now:
         ``(fp, fd)``, where fd is None if core opened the file itself (not
         for the lane, or a mode posixfile leaves).  ``joined`` is
-        ``vfs.join(path)``, the name the vfs opens, if the caller has it."""
-        if not self.takes_descriptors():
+        ``vfs.join(path)``, the name the vfs opens, if the caller has it.
+
+        ``direct(fd, name)``, if given, makes the DescriptorFile the vfs
+        returns for a file opened ``'wb'``; fp is then that DescriptorFile
+        (the caller wraps nothing around it)."""
+        if not self.takes_descriptors() and (
+            direct is None or not self._native
+        ):
             return orig(vfs, path, mode, **kwargs), None
         if self._seam is None:
             self._seam = seams.installed(
@@ -97,6 +126,7 @@ class OwnedFiles:
         self._opened = None
         try:
             self._path = vfs.join(path) if joined is None else joined
+            self._direct = direct
             fp = orig(vfs, path, mode, **kwargs)
         except BaseException:
             # opened, then the vfs failed (fixing the file's mode)
@@ -104,7 +134,7 @@ class OwnedFiles:
                 self.discard(self._opened)
             raise
         finally:
-            self._path = None
+            self._path = self._direct = None
         fd, self._opened = self._opened, None
         return fp, fd
 
@@ -113,6 +143,13 @@ class OwnedFiles:
         # processes; into ``owned`` in the same step
         fd = self.closer.open_owned(name, flags, 0o666)
         try:
+            if self._direct is not None and mode == 'wb':
+                fp = self._direct(fd, name)
+                # weakly: core may leave it to the garbage collector, whose
+                # finalizer then closes the descriptor
+                self._files[fd] = weakref.ref(fp)
+                self._opened = fd
+                return fp
             fp = open(fd, mode, buffering, closefd=False)
             # what open(name) would say; unbuffered, fp is the FileIO
             getattr(fp, 'raw', fp).name = name
@@ -142,10 +179,9 @@ class OwnedFiles:
         finalized, into whatever file has the number by then."""
         fp = self._files.get(fd)
         if fp is not None:
-            # closefd=False: this marks it closed, and a closed buffered
-            # file never flushes again.  Forgotten only then: an interrupt
-            # in between leaves it here for release()
-            closermod.close_quietly(getattr(fp, 'raw', fp))
+            # forgotten only once marked closed: an interrupt in between
+            # leaves it here for release()
+            _mark_closed(fp)
             self._files.pop(fd, None)
         self.closer.close_quietly(fd)
 
@@ -178,11 +214,24 @@ class OwnedFiles:
             for fd in list(self.fds):
                 fp = self._files.pop(fd, None)
                 if fp is not None:
-                    closermod.close_quietly(getattr(fp, 'raw', fp))
+                    _mark_closed(fp)
                 self.fds.discard(fd)
             return
         for fd in list(self.fds):
             self.discard(fd)
+
+
+def _mark_closed(fp):
+    """make what is over a descriptor (in ``OwnedFiles._files``) never
+    write into it again: a file object with closefd=False is closed (a
+    closed buffered file never flushes again), a DescriptorFile (held
+    weakly) told so"""
+    if type(fp) is weakref.ref:
+        fp = fp()
+        if fp is not None:
+            fp.forget()
+    else:
+        closermod.close_quietly(getattr(fp, 'raw', fp))
 
 
 def posixfile(files, orig, name, mode=b'r', buffering=-1, *args, **kwargs):
@@ -206,6 +255,129 @@ def posixfile(files, orig, name, mode=b'r', buffering=-1, *args, **kwargs):
 
 # wrapped by OwnedFiles.open_through() once files are opened for the lane
 POSIXFILE_SEAM = (util, 'posixfile', posixfile)
+
+
+def _write_all(fd, data):
+    """write all of ``data`` into ``fd``: a regular file takes it in one
+    call unless the disk fills, which the next call then raises"""
+    written = os.write(fd, data)
+    if type(data) is not bytes:
+        data = memoryview(data).cast('B')
+    size = len(data)
+    if written < size:
+        view = memoryview(data)
+        while written < size:
+            written += os.write(fd, view[written:])
+    return size
+
+
+class DescriptorFile:
+    """a file written from start to end straight into its descriptor,
+    which the session owns (in ``files.fds``) until ``close()`` hands it to
+    the closer
+
+    What core asks of such a file is ``write()`` and a ``with`` block; the
+    few other file methods are here for the rest of core.  A failed write
+    raises a FileError naming the file; with ``writestat`` the bytes are
+    counted there (and timed, if ``timed``).  ``onclose`` is called after
+    the hand-over.  Leaving a failing ``with`` block closes the descriptor
+    here, so that the first error wins.
+    """
+
+    __slots__ = (
+        'name', '_fd', '_closer', '_files', '_writestat', '_onclose',
+        '_timed', '_closed', '_offset', '__weakref__',
+    )
+
+    mode = 'wb'
+
+    def __init__(self, fd, name, closer, files, writestat=None,
+                 onclose=None, timed=False):
+        self.name = name
+        self._fd = fd
+        self._closer = closer
+        self._files = files
+        self._writestat = writestat
+        self._onclose = onclose
+        self._timed = timed
+        self._closed = False
+        self._offset = 0
+
+    def write(self, data):
+        if self._closed:
+            raise ValueError('write to closed file')
+        start = time.perf_counter() if self._timed else None
+        try:
+            size = _write_all(self._fd, data)
+        except OSError as exc:
+            raise closermod.FileError(self.name, exc, 'writing') from exc
+        self._offset += size
+        stat = self._writestat
+        if stat is not None:
+            if start is None:
+                stat.bytes += size
+            else:
+                stat.add(time.perf_counter() - start, size)
+        return size
+
+    def flush(self):
+        if self._closed:
+            raise ValueError('flush of closed file')
+
+    def tell(self):
+        return self._offset
+
+    def fileno(self):
+        return self._fd
+
+    def writable(self):
+        return True
+
+    @property
+    def closed(self):
+        return self._closed
+
+    def close(self):
+        if self._closed:
+            return
+        fd = self._fd
+        # an interrupt from here on leaves fd in the owned set, for
+        # release(); the closer takes it out in the step that queues it
+        self._closed = True
+        self._files.handing_over(fd)
+        self._closer.close(fd, self.name)
+        if self._onclose is not None:
+            self._onclose()
+
+    def forget(self):
+        """the session closed the descriptor (after a failure): never
+        write into that number again"""
+        self._closed = True
+
+    def _close_here(self):
+        """close on this thread, on a path that is already failing"""
+        self._closed = True
+        self._files.discard(self._fd)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc_value, exc_tb):
+        if exc_type is None:
+            self.close()
+        elif not self._closed:
+            self._close_here()
+        return False
+
+    def __del__(self):
+        # left to the garbage collector by core: closed here, unless the
+        # session did after a failure (then it is not owned any more)
+        try:
+            if not self._closed and self._fd in self._files.fds:
+                self._close_here()
+        except BaseException:  # noqa: B902
+            # see HandedOverFile.__del__
+            pass
 
 
 class HandedOverFile:

@@ -578,7 +578,7 @@ class ApplySession(sessionmod.Session):
         files = self.files
         while True:
             try:
-                if self.timed or files.takes_descriptors():
+                if files.writes_direct or self.timed:
                     fp, fd, writestat = self._open_through(
                         orig, vfs, path, mode, kwargs
                     )
@@ -600,10 +600,12 @@ class ApplySession(sessionmod.Session):
                 ours = False
                 directories.forget(vfs.base, dirname)
                 self._make_parents(vfs, path, mode, dirname, kwargs)
+        self._lastcore = None
+        if type(fp) is handover.DescriptorFile:
+            return fp  # counts its writes, hands itself over
         name = getattr(fp, 'name', None)  # what the vfs opened
         if type(name) is not bytes:
             name = vfs.join(path)
-        self._lastcore = None
         return handover.HandedOverFile(
             fp, self.closer, name, fd, files, writestat,
             onclose=self.closed_one, timed=self.timed,
@@ -623,10 +625,19 @@ class ApplySession(sessionmod.Session):
         the table its writes go to"""
         table = self.book.mine()
         start = util.timer()
-        fp, fd = self.files.open_through(orig, vfs, path, mode, kwargs)
+        fp, fd = self.files.open_through(
+            orig, vfs, path, mode, kwargs, direct=self._descriptor_file
+        )
         if self.timed:
             table['open'].add(util.timer() - start)
         return fp, fd, table['write']
+
+    def _descriptor_file(self, fd, name):
+        """the file a vfs opens for the lane (handover.DescriptorFile)"""
+        return handover.DescriptorFile(
+            fd, name, self.closer, self.files, self.book.mine()['write'],
+            onclose=self.closed_one, timed=self.timed,
+        )
 
     def stream_directory(self, vfs, path, known_directories):
         """stream v2 from Mercurial 7.0 on, writers running: the parent

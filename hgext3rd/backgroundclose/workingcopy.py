@@ -92,8 +92,15 @@ class WorkingCopyCloser(sessionmod.Session):
     def open(self, orig, vfs, path, mode, kwargs):
         """open a file update writes, its descriptor for the lane"""
         joined = vfs.join(path)
-        fp, fd = self.files.open_through(orig, vfs, path, mode, kwargs, joined)
+        fp, fd = self.files.open_through(
+            orig, vfs, path, mode, kwargs, joined, self._descriptor_file
+        )
+        if type(fp) is handover.DescriptorFile:
+            return fp
         return handover.HandedOverFile(fp, self.closer, joined, fd, self.files)
+
+    def _descriptor_file(self, fd, name):
+        return handover.DescriptorFile(fd, name, self.closer, self.files)
 
 
 def backgroundfilecloser(orig, ui, expectedcount=-1):
