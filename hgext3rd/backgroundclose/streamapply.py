@@ -623,19 +623,24 @@ class ApplySession(sessionmod.Session):
         """open for the lane (if it takes descriptors now), timed for the
         report (if shown): the file, its descriptor if opened for the lane,
         the table its writes go to"""
-        table = self.book.mine()
+        # the session opens on the main thread only: its tables are
+        # self.writes and the one it belongs to
+        if not self.timed:
+            fp, fd = self.files.open_through(
+                orig, vfs, path, mode, kwargs, direct=self._descriptor_file
+            )
+            return fp, fd, self.writes
         start = util.timer()
         fp, fd = self.files.open_through(
             orig, vfs, path, mode, kwargs, direct=self._descriptor_file
         )
-        if self.timed:
-            table['open'].add(util.timer() - start)
-        return fp, fd, table['write']
+        self.book.mine()['open'].add(util.timer() - start)
+        return fp, fd, self.writes
 
     def _descriptor_file(self, fd, name):
         """the file a vfs opens for the lane (handover.DescriptorFile)"""
         return handover.DescriptorFile(
-            fd, name, self.closer, self.files, self.book.mine()['write'],
+            fd, name, self.closer, self.files, self.writes,
             onclose=self.closed_one, timed=self.timed,
         )
 
