@@ -201,8 +201,9 @@ def write_stream_files(repo, session, count, **options):
 
 def own_file(session):
     """the type of the files the session opens itself: written straight
-    into their descriptors where the C module is built"""
-    if session.files.writes_direct:
+    into their descriptors where the C module is built (the repositories
+    here ask for it)"""
+    if closermod.native_available():
         return handover.DescriptorFile
     return handover.HandedOverFile
 

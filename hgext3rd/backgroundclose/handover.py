@@ -40,6 +40,7 @@ inline close in the same step as it closes it.  After a failure,
 the file object over it forget what it still buffers.
 """
 
+import errno
 import os
 import time
 import weakref
@@ -69,7 +70,9 @@ class OwnedFiles:
         self.fds = closer.owned
         self._native = closer.native
         self._decisions = closer.decisions
-        self._files = {}  # descriptor -> file object over it
+        # descriptor -> the file object over it, or its DescriptorFile
+        # (held weakly once the caller has it)
+        self._files = {}
         # HandedOverFiles over file objects of their own (no descriptor for
         # the lane) not handed over yet, for release(): an interrupt
         # between core's open and its close would leave those to the
@@ -95,7 +98,6 @@ class OwnedFiles:
         core's file: see ``writes_direct``."""
         return self._native and self._decisions.background
 
-    @property
     def writes_direct(self):
         """whether ``open_through(direct=...)`` makes DescriptorFiles,
         whether the closer closes in the background or inline: wherever
@@ -105,7 +107,8 @@ class OwnedFiles:
     def open_through(self, orig, vfs, path, mode, kwargs, joined=None,
                      direct=None):
         """``orig(vfs, path, mode, **kwargs)``, core's vfs open, with the
-        file's descriptor opened for the lane if it takes descriptors now:
+        file's descriptor opened for the lane if it takes descriptors now
+        (or if ``direct`` is given and ``writes_direct()``):
         ``(fp, fd)``, where fd is None if core opened the file itself (not
         for the lane, or a mode posixfile leaves).  ``joined`` is
         ``vfs.join(path)``, the name the vfs opens, if the caller has it.
@@ -114,7 +117,7 @@ class OwnedFiles:
         returns for a file opened ``'wb'``; fp is then that DescriptorFile
         (the caller wraps nothing around it)."""
         if not self.takes_descriptors() and (
-            direct is None or not self._native
+            direct is None or not self.writes_direct()
         ):
             return orig(vfs, path, mode, **kwargs), None
         if self._seam is None:
@@ -136,20 +139,29 @@ class OwnedFiles:
         finally:
             self._path = self._direct = None
         fd, self._opened = self._opened, None
+        if fd is not None:
+            made = self._files.get(fd)
+            if type(made) is DescriptorFile:
+                # the caller's from here on: if core drops it unclosed, its
+                # finalizer closes fd.  Armed first, then held weakly: an
+                # interrupt in between leaves it held, for release()
+                made._armed = True
+                self._files[fd] = weakref.ref(made)
         return fp, fd
 
     def _open_raw(self, name, mode, buffering, flags):
         # like open(): mode 0o666 less the umask, not inherited by child
         # processes; into ``owned`` in the same step
         fd = self.closer.open_owned(name, flags, 0o666)
+        if self._direct is not None and mode == 'wb':
+            # from here on open_through's failing path closes fd, and
+            # nothing else: the file is made with its finalizer unarmed,
+            # and held here until open_through hands it to the caller
+            self._opened = fd
+            fp = self._direct(fd, name)
+            self._files[fd] = fp
+            return fp
         try:
-            if self._direct is not None and mode == 'wb':
-                fp = self._direct(fd, name)
-                # weakly: core may leave it to the garbage collector, whose
-                # finalizer then closes the descriptor
-                self._files[fd] = weakref.ref(fp)
-                self._opened = fd
-                return fp
             fp = open(fd, mode, buffering, closefd=False)
             # what open(name) would say; unbuffered, fp is the FileIO
             getattr(fp, 'raw', fp).name = name
@@ -168,8 +180,9 @@ class OwnedFiles:
             self._seam = None
 
     def handing_over(self, fd):
-        """``fd``'s file object is flushed and closed: from here on the
-        descriptor alone is handed over"""
+        """what was over ``fd`` holds nothing any more (a file object
+        flushed and closed, a DescriptorFile marked closed): from here on
+        the descriptor alone is handed over"""
         self._files.pop(fd, None)
 
     def discard(self, fd):
@@ -224,12 +237,13 @@ class OwnedFiles:
 def _mark_closed(fp):
     """make what is over a descriptor (in ``OwnedFiles._files``) never
     write into it again: a file object with closefd=False is closed (a
-    closed buffered file never flushes again), a DescriptorFile (held
-    weakly) told so"""
+    closed buffered file never flushes again), a DescriptorFile told so"""
     if type(fp) is weakref.ref:
         fp = fp()
-        if fp is not None:
-            fp.forget()
+        if fp is None:
+            return
+    if type(fp) is DescriptorFile:
+        fp.forget()
     else:
         closermod.close_quietly(getattr(fp, 'raw', fp))
 
@@ -257,17 +271,22 @@ def posixfile(files, orig, name, mode=b'r', buffering=-1, *args, **kwargs):
 POSIXFILE_SEAM = (util, 'posixfile', posixfile)
 
 
-def _write_all(fd, data):
-    """write all of ``data`` into ``fd``: a regular file takes it in one
-    call unless the disk fills, which the next call then raises"""
-    written = os.write(fd, data)
+def write_all(fd, data):
+    """write all of ``data`` (bytes or a buffer) into ``fd``: its size.  A
+    regular file takes it in one call unless the disk fills, which the
+    next call then raises."""
     if type(data) is not bytes:
         data = memoryview(data).cast('B')
     size = len(data)
+    written = os.write(fd, data)
     if written < size:
         view = memoryview(data)
         while written < size:
-            written += os.write(fd, view[written:])
+            more = os.write(fd, view[written:])
+            if not more:
+                # takes a byte or raises, for a regular file: never spin
+                raise OSError(errno.EIO, os.strerror(errno.EIO))
+            written += more
     return size
 
 
@@ -277,16 +296,21 @@ class DescriptorFile:
     the closer
 
     What core asks of such a file is ``write()`` and a ``with`` block; the
-    few other file methods are here for the rest of core.  A failed write
-    raises a FileError naming the file; with ``writestat`` the bytes are
-    counted there (and timed, if ``timed``).  ``onclose`` is called after
-    the hand-over.  Leaving a failing ``with`` block closes the descriptor
+    few other file methods are here for the rest of core.  With
+    ``writestat`` the bytes are counted there (and timed, if ``timed``)
+    and a failed write raises a FileError naming the file; without, the
+    OSError a file object would raise.  ``onclose`` is called after the
+    hand-over.  Leaving a failing ``with`` block closes the descriptor
     here, so that the first error wins.
+
+    Its finalizer closes the descriptor of a file core dropped unclosed,
+    once armed by ``OwnedFiles.open_through``, which made it: until then
+    the opening closes the descriptor if it fails.
     """
 
     __slots__ = (
         'name', '_fd', '_closer', '_files', '_writestat', '_onclose',
-        '_timed', '_closed', '_offset', '__weakref__',
+        '_timed', '_closed', '_offset', '_armed', '__weakref__',
     )
 
     mode = 'wb'
@@ -302,36 +326,58 @@ class DescriptorFile:
         self._timed = timed
         self._closed = False
         self._offset = 0
+        self._armed = False
 
     def write(self, data):
         if self._closed:
             raise ValueError('write to closed file')
+        stat = self._writestat
+        if stat is None:
+            size = write_all(self._fd, data)
+            self._offset += size
+            return size
         start = time.perf_counter() if self._timed else None
         try:
-            size = _write_all(self._fd, data)
+            size = write_all(self._fd, data)
         except OSError as exc:
             raise closermod.FileError(self.name, exc, 'writing') from exc
         self._offset += size
-        stat = self._writestat
-        if stat is not None:
-            if start is None:
-                stat.bytes += size
-            else:
-                stat.add(time.perf_counter() - start, size)
+        if start is None:
+            stat.bytes += size
+        else:
+            stat.add(time.perf_counter() - start, size)
         return size
 
+    def writelines(self, lines):
+        for line in lines:
+            self.write(line)
+
     def flush(self):
-        if self._closed:
-            raise ValueError('flush of closed file')
+        self._check_open()
 
     def tell(self):
+        self._check_open()
         return self._offset
 
     def fileno(self):
+        self._check_open()
         return self._fd
 
     def writable(self):
+        self._check_open()
         return True
+
+    def readable(self):
+        self._check_open()
+        return False
+
+    def seekable(self):
+        self._check_open()
+        return False
+
+    def _check_open(self):
+        if self._closed:
+            raise ValueError('I/O operation on closed file')
 
     @property
     def closed(self):
@@ -371,9 +417,14 @@ class DescriptorFile:
 
     def __del__(self):
         # left to the garbage collector by core: closed here, unless the
-        # session did after a failure (then it is not owned any more)
+        # session did after a failure (then it is not owned any more), or
+        # it never reached the caller (see the class doc)
         try:
-            if not self._closed and self._fd in self._files.fds:
+            if (
+                self._armed
+                and not self._closed
+                and self._fd in self._files.fds
+            ):
                 self._close_here()
         except BaseException:  # noqa: B902
             # see HandedOverFile.__del__

@@ -15,10 +15,12 @@ three small wrappers, all of which do nothing when no session is active:
   a session it is the session's closer, so that leaving the context still
   means "every file is closed" before the transaction ends, as in core.
 - ``vfs.__call__``: files opened for writing inside ``backgroundclosing()``
-  (stream v1; v3; v2 before Mercurial 7.0) come back wrapped so that writes
-  are timed and the close goes to the session's closer (handover.py; with
-  the C lane, the lane closes their descriptors).  Opening itself is
-  core's: path audit, store encoding and file modes are untouched.
+  (stream v1; v3; v2 before Mercurial 7.0) come back as the session's own
+  files, whose writes are counted (timed for a report) and whose close goes
+  to the session's closer (handover.py).  Where the C module is built they
+  are written straight into their descriptors, which the lane closes.
+  Opening itself is core's: path audit, store encoding and file modes are
+  untouched.
 - ``streamclone._write_files`` (Mercurial 7.0 and later, stream v2): the
   paths it receives were prepared and audited by the store's vfs
   (``prepare_streamed_file``); the replacement writes them like core does
@@ -446,8 +448,8 @@ class ApplySession(sessionmod.Session):
 
     def open(self, orig, vfs, path, mode, kwargs):
         """open a file the stream writes, through ``vfs`` (core's open,
-        ``orig``): a HandedOverFile whose writes are counted, or, once
-        writer threads write whole files, a DeferredFile"""
+        ``orig``): the session's file (``_open_here``), or, once writer
+        threads write whole files, a DeferredFile"""
         writepolicy = self.writepolicy
         if writepolicy.deferring:
             return self._defer(orig, vfs, path, mode, kwargs)
@@ -563,8 +565,9 @@ class ApplySession(sessionmod.Session):
             raise first
 
     def _open_here(self, orig, vfs, path, mode, kwargs):
-        """open a file the stream writes on this thread: a HandedOverFile
-        whose writes are counted
+        """open a file the stream writes on this thread, its writes
+        counted: a DescriptorFile where the C module is built, else a
+        HandedOverFile over core's file (handover.py)
 
         Its parent directories are made here (directories.py), each once:
         core's open is told not to."""
@@ -578,13 +581,13 @@ class ApplySession(sessionmod.Session):
         files = self.files
         while True:
             try:
-                if files.writes_direct or self.timed:
+                if files.writes_direct() or self.timed:
                     fp, fd, writestat = self._open_through(
                         orig, vfs, path, mode, kwargs
                     )
                 else:
-                    # closed inline, no report: core's file (the path of
-                    # most files on a fast file system, so the shortest)
+                    # no C module, no report: core's file, closed by the
+                    # closer
                     fp = orig(vfs, path, mode, **kwargs)
                     fd, writestat = None, self.writes
                 break
@@ -620,9 +623,9 @@ class ApplySession(sessionmod.Session):
         )
 
     def _open_through(self, orig, vfs, path, mode, kwargs):
-        """open for the lane (if it takes descriptors now), timed for the
-        report (if shown): the file, its descriptor if opened for the lane,
-        the table its writes go to"""
+        """open a DescriptorFile (where the C module is built), timed for
+        the report (if shown): the file, its descriptor (None if core
+        opened the file itself), the table its writes go to"""
         # the session opens on the main thread only: its tables are
         # self.writes and the one it belongs to
         if not self.timed:
@@ -723,7 +726,7 @@ class ApplySession(sessionmod.Session):
         closer = self.closer
         clock = util.timer
         timed = self.timed
-        write = os.write
+        write = handover.write_all
         # a writer thread of a parallel apply keeps its failures for the
         # main thread, which raises them when it finishes the closer
         onmain = threading.current_thread() is threading.main_thread()
@@ -790,9 +793,7 @@ class ApplySession(sessionmod.Session):
                     if timed:
                         start = clock()
                     try:
-                        written = write(fd, chunk)
-                        while written < len(chunk):
-                            written += write(fd, chunk[written:])
+                        write(fd, chunk)
                     except OSError as exc:
                         raise closermod.FileError(path, exc, 'writing') from exc
                     if timed:
