@@ -21,10 +21,15 @@ apply of 1,000 files still runs when it is killed.
   $ hg -R src bundle -q -a --type 'none-v2;stream=v2' v2.hg
 
 killapply REPO BUNDLE [HG OPTIONS]: apply BUNDLE to a new REPO, kill -9 the
-process once the store holds 100 revlogs (no cleanup of any kind runs),
-then say how many files the store holds besides its requires:
+process once the store holds 100 files of the stream (no cleanup of any
+kind runs), then say whether it still does.  The store's own files are not
+counted (requires, the lock, the transaction's journal, which recover
+removes):
 
-  $ revlogs() { find "$1/.hg/store" -type f ! -name requires | wc -l; }
+  $ revlogs() {
+  >   find "$1/.hg/store" -type f ! -name requires ! -name lock \
+  >     ! -name 'journal*' ! -name 'undo*' | wc -l
+  > }
   $ killapply() {
   >   repo=$1 bundle=$2; shift 2
   >   hg init $repo
