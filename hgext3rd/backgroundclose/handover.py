@@ -132,9 +132,11 @@ class OwnedFiles:
             self._direct = direct
             fp = orig(vfs, path, mode, **kwargs)
         except BaseException:
-            # opened, then the vfs failed (fixing the file's mode)
-            if self._opened is not None:
-                self.discard(self._opened)
+            # opened, then the vfs failed (fixing the file's mode); an
+            # interrupt before the discard leaves fd owned, for release()
+            fd, self._opened = self._opened, None
+            if fd is not None:
+                self.discard(fd)
             raise
         finally:
             self._path = self._direct = None
