@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+# seamloop.py - the stream-apply seam's cost per file, in one process
+#
+# Copyright 2026 hg-backgroundclose contributors
+#
+# This software may be used and distributed according to the terms of the
+# GNU General Public License version 2 or any later version.
+"""Time files written through a repository's store vfs as a stream consumer
+writes them, with and without the extension's session around the loop.
+
+No stream, no bundle and no process start: only the per-file path of the
+seam (vfs wrapper, directories, open, write, hand-over, close), which is
+what separates a stream apply from core when closes are fast.  Each mode
+runs in a new repository under DIR (use a tmpfs), ``--runs`` times; the
+best run is printed in microseconds per file.
+
+    python bench/seamloop.py --files 20000 /tmp/mbt/seamloop
+
+Modes: ``core`` (no session), ``inline`` (the session's own path, closes
+inline), ``background`` (closes on threads: the C lane where built).
+"""
+
+import argparse
+import os
+import shutil
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+from mercurial import extensions, hg, ui as uimod  # noqa: E402
+
+MODES = {
+    'core': None,
+    'inline': b'no',
+    'background': b'yes',
+}
+
+
+def run(mode, root, count, size):
+    ui = uimod.ui.load()
+    ui.setconfig(b'extensions', b'backgroundclose', b'', b'seamloop')
+    # every file through the session: no writer threads, and the closer
+    # told what to do (adaptive would leave most files to core)
+    ui.setconfig(b'worker', b'backgroundclosewrites', b'no', b'seamloop')
+    if MODES[mode] is not None:
+        ui.setconfig(b'worker', b'backgroundclose', MODES[mode], b'seamloop')
+    extensions.loadall(ui)
+    extensions.populateui(ui)
+    from hgext3rd.backgroundclose import streamapply
+
+    shutil.rmtree(root, ignore_errors=True)
+    repo = hg.repository(ui, root, create=True)
+    data = b'x' * size
+    # two files a directory, as a store of a deep tree has
+    names = [b'data/d%d/f%d.i' % (i // 2, i) for i in range(count)]
+
+    def consume():
+        with repo.svfs.backgroundclosing(repo.ui):
+            for name in names:
+                with repo.svfs(name, b'w') as fp:
+                    fp.write(data)
+
+    start = time.perf_counter()
+    with repo.lock():
+        if mode == 'core':
+            consume()
+        else:
+            session = streamapply.ApplySession(repo, b'v3')
+            session.run(repo.store.rawvfs, streamapply._SESSION_SEAMS,
+                        consume, (), {})
+    return (time.perf_counter() - start) / count * 1e6
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('dir')
+    parser.add_argument('--files', type=int, default=20000)
+    parser.add_argument('--size', type=int, default=700,
+                        help='bytes per file')
+    parser.add_argument('--runs', type=int, default=3)
+    parser.add_argument('--modes', default=','.join(MODES))
+    args = parser.parse_args()
+    modes = args.modes.split(',')
+    best = {mode: None for mode in modes}
+    for _ in range(args.runs):
+        for mode in modes:
+            if mode not in MODES:
+                parser.error('unknown mode %r' % mode)
+            root = os.fsencode(os.path.join(args.dir, mode))
+            took = run(mode, root, args.files, args.size)
+            if best[mode] is None or took < best[mode]:
+                best[mode] = took
+    for mode in modes:
+        print('%-10s %6.1f us/file' % (mode, best[mode]))
+    shutil.rmtree(args.dir, ignore_errors=True)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
