@@ -25,7 +25,9 @@ import textwrap
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
+sys.path.insert(0, os.path.dirname(__file__))
 
+from fdcheck import is_open  # noqa: E402
 from hgext3rd.backgroundclose import closer as closermod  # noqa: E402
 
 Closer = closermod.Closer
@@ -55,15 +57,6 @@ needs_shim = pytest.mark.skipif(
 )
 
 WRITE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
-
-
-def is_open(fd):
-    try:
-        os.fstat(fd)
-    except OSError as exc:
-        assert exc.errno == errno.EBADF
-        return False
-    return True
 
 
 def open_files(tmp_path, count, prefix='f'):

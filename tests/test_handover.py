@@ -18,9 +18,11 @@ import threading
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
+sys.path.insert(0, os.path.dirname(__file__))
 
 from mercurial import vfs as vfsmod  # noqa: E402
 
+from fdcheck import is_open  # noqa: E402
 from hgext3rd.backgroundclose import (  # noqa: E402
     closer as closermod,
     handover,
@@ -144,15 +146,6 @@ needs_lane = pytest.mark.skipif(
     not closermod.native_available(),
     reason='the C module (_closelane) is not built for this Python',
 )
-
-
-def is_open(fd):
-    try:
-        os.fstat(fd)
-    except OSError as exc:
-        assert exc.errno == errno.EBADF
-        return False
-    return True
 
 
 @pytest.fixture

@@ -292,7 +292,25 @@ def write_all(fd, data):
     return size
 
 
-class DescriptorFile:
+class _WithBlock:
+    """leaving a ``with`` block over a file the session hands over closes
+    it (hands it over); leaving on an error closes it here instead, so
+    that the first error wins"""
+
+    __slots__ = ()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc_value, exc_tb):
+        if exc_type is None:
+            self.close()
+        elif not self._closed:
+            self._close_here()
+        return False
+
+
+class DescriptorFile(_WithBlock):
     """a file written from start to end straight into its descriptor,
     which the session owns (in ``files.fds``) until ``close()`` hands it to
     the closer
@@ -407,16 +425,6 @@ class DescriptorFile:
         self._closed = True
         self._files.discard(self._fd)
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc_value, exc_tb):
-        if exc_type is None:
-            self.close()
-        elif not self._closed:
-            self._close_here()
-        return False
-
     def __del__(self):
         # left to the garbage collector by core: closed here, unless the
         # session did after a failure (then it is not owned any more), or
@@ -433,7 +441,7 @@ class DescriptorFile:
             pass
 
 
-class HandedOverFile:
+class HandedOverFile(_WithBlock):
     """a file a seam opened through a vfs; ``close()`` flushes it here and
     hands it to the closer
 
@@ -543,16 +551,6 @@ class HandedOverFile:
         if self._fd is not None:
             # fp was closed first (flushed into fd, still its file)
             self._files.discard(self._fd)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc_value, exc_tb):
-        if exc_type is None:
-            self.close()
-        elif not self._closed:
-            self._close_here()
-        return False
 
     def __del__(self):
         # core leaves a file to the garbage collector now and then; one
