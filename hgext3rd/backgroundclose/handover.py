@@ -352,20 +352,19 @@ class DescriptorFile(_WithBlock):
         if self._closed:
             raise ValueError('write to closed file')
         stat = self._writestat
-        if stat is None:
-            size = write_all(self._fd, data)
-            self._offset += size
-            return size
         start = time.perf_counter() if self._timed else None
         try:
             size = write_all(self._fd, data)
         except OSError as exc:
+            if stat is None:
+                raise  # what a file object would raise
             raise closermod.FileError(self.name, exc, 'writing') from exc
         self._offset += size
-        if start is None:
-            stat.bytes += size
-        else:
-            stat.add(time.perf_counter() - start, size)
+        if stat is not None:
+            if start is None:
+                stat.bytes += size
+            else:
+                stat.add(time.perf_counter() - start, size)
         return size
 
     def writelines(self, lines):

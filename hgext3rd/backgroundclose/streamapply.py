@@ -628,16 +628,12 @@ class ApplySession(sessionmod.Session):
         opened the file itself), the table its writes go to"""
         # the session opens on the main thread only: its tables are
         # self.writes and the one it belongs to
-        if not self.timed:
-            fp, fd = self.files.open_through(
-                orig, vfs, path, mode, kwargs, direct=self._descriptor_file
-            )
-            return fp, fd, self.writes
-        start = util.timer()
+        start = util.timer() if self.timed else None
         fp, fd = self.files.open_through(
             orig, vfs, path, mode, kwargs, direct=self._descriptor_file
         )
-        self.book.mine()['open'].add(util.timer() - start)
+        if start is not None:
+            self.book.mine()['open'].add(util.timer() - start)
         return fp, fd, self.writes
 
     def _descriptor_file(self, fd, name):
