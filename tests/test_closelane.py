@@ -152,6 +152,37 @@ def test_lane_records_names_and_owned_in_the_same_step(tmp_path):
     assert not any(is_open(fd) for fd in fds)
 
 
+def test_lane_writes_what_it_is_given_then_closes(tmp_path):
+    fds = [os.open(str(tmp_path / name), WRITE) for name in ('f0', 'f1')]
+    owned = set(fds)
+    lane = closermod._closelane.Lane(8, 2, owned=owned)
+    # bytes only, which nothing can change while a thread writes them:
+    # refused having done nothing
+    with pytest.raises(TypeError):
+        lane.submit(fds[0], b'f0', bytearray(b'no'))
+    assert owned == set(fds) and is_open(fds[0])
+    lane.start(2)
+    lane.submit(fds[0], b'f0', b'zero')
+    lane.submit(fds[1], b'f1', b'')
+    lane.stop()
+    assert lane.closed == 2 and lane.held == 0 and lane.failures() == []
+    assert not any(is_open(fd) for fd in fds)
+    assert (tmp_path / 'f0').read_bytes() == b'zero'
+    assert (tmp_path / 'f1').read_bytes() == b''
+
+
+@pytest.mark.skipif(not os.path.exists('/dev/full'),
+                    reason='no /dev/full on this system')
+def test_lane_reports_a_failed_write_and_closes_all_the_same():
+    fd = os.open('/dev/full', os.O_WRONLY)
+    lane = closermod._closelane.Lane(4, 1)
+    lane.start(1)
+    lane.submit(fd, b'full', b'x')
+    lane.stop()
+    assert lane.failures() == [(b'full', errno.ENOSPC, True)]
+    assert lane.held == 0 and not is_open(fd)
+
+
 def test_lane_unusable_in_a_forked_child():
     lane = closermod._closelane.Lane(4, 1)
     lane.start(1)

@@ -177,10 +177,11 @@ def direct(request, tmp_path):
         vfs = vfsmod.vfs(os.fsencode(str(tmp_path)))
         stat = closermod.OpStat()
         made = []  # every DescriptorFile made
+        hold = False  # whether files made hold small writes for the closer
 
         def make(self, fd, name):
             fp = handover.DescriptorFile(
-                fd, name, self.closer, self.files, self.stat
+                fd, name, self.closer, self.files, self.stat, hold=self.hold
             )
             self.made.append(fp)
             return fp
@@ -225,6 +226,84 @@ def test_a_file_written_whole_goes_straight_into_its_descriptor(
     assert closes == ([] if background else [fd])
     assert direct.vfs.read(b'data/a.i') == b'abcdefgh'
     assert direct.stat.bytes == 8
+
+
+def size_on_disk(fd):
+    return os.fstat(fd).st_size
+
+
+@needs_lane
+def test_a_small_file_is_written_by_whoever_closes_it(direct, closes):
+    # held until the close: the lane's thread writes it, or the closer
+    # here when it closes inline
+    direct.hold = True
+    with direct.open(b'data/s.i') as fp:
+        fd = fp._fd
+        assert fp.write(b'abc') == 3
+        assert fp.tell() == 3
+        assert size_on_disk(fd) == 0  # held, not written yet
+    direct.closer.finish()
+    assert not is_open(fd)
+    assert direct.vfs.read(b'data/s.i') == b'abc'
+    assert direct.stat.bytes == 3
+
+
+@needs_lane
+def test_held_bytes_are_written_here_before_anything_else(direct):
+    direct.hold = True
+    # a second write: the held bytes first, then it
+    with direct.open(b'two.i') as fp:
+        fp.write(b'ab')
+        fp.write(b'cd')
+        assert size_on_disk(fp._fd) == 4
+    # flush() and fileno() write them too
+    with direct.open(b'flushed.i') as fp:
+        fp.write(b'x')
+        fp.flush()
+        assert size_on_disk(fp._fd) == 1
+    with direct.open(b'numbered.i') as fp:
+        fp.write(b'y')
+        assert size_on_disk(fp.fileno()) == 1
+    # a large file, or one not in bytes, is written straight away
+    big = b'z' * (handover.DescriptorFile.HOLD_MOST + 1)
+    with direct.open(b'big.i') as fp:
+        fp.write(big)
+        assert size_on_disk(fp._fd) == len(big)
+    with direct.open(b'view.i') as fp:
+        fp.write(memoryview(b'v'))
+        assert size_on_disk(fp._fd) == 1
+    direct.closer.finish()
+    assert direct.vfs.read(b'two.i') == b'abcd'
+    assert direct.vfs.read(b'flushed.i') == b'x'
+    assert direct.vfs.read(b'numbered.i') == b'y'
+    assert direct.vfs.read(b'big.i') == big
+    assert direct.vfs.read(b'view.i') == b'v'
+
+
+@needs_lane
+@pytest.mark.skipif(not os.path.exists('/dev/full'),
+                    reason='no /dev/full on this system')
+@pytest.mark.parametrize('policy', [closermod.BACKGROUND, closermod.INLINE])
+def test_a_held_write_that_fails_names_the_file_and_closes_it(policy):
+    # on the lane's thread, raised by the closer later; inline, at once
+    owned = set()
+    closer = closermod.Closer(
+        policy=policy, native=True, owned=owned, fdroom=None
+    )
+    files = handover.OwnedFiles(closer)
+    fd = closer.open_owned(b'/dev/full', os.O_WRONLY, 0o666)
+    fp = handover.DescriptorFile(
+        fd, b'/dev/full', closer, files, closermod.OpStat(), hold=True
+    )
+    fp.write(b'x')  # held
+    with pytest.raises(closermod.FileError) as caught:
+        fp.close()
+        closer.finish()
+    assert caught.value.action == 'writing'
+    assert caught.value.name == b'/dev/full'
+    assert caught.value.error.errno == errno.ENOSPC
+    closer.finish(failing=True)
+    assert owned == set() and not is_open(fd)
 
 
 @needs_lane

@@ -27,7 +27,9 @@ its closes to one closer:
   are cheap it closes on the writing thread, which is fastest, and when
   they are slow it hands them to background threads, adding threads until
   the writing thread no longer waits for closes (no more threads than
-  cores when closes burn CPU, as an antivirus scan does);
+  cores when closes burn CPU, as an antivirus scan does); the C close
+  threads also write each small file (up to 16 KB, in one piece) before
+  they close it;
 - while closes and opens are measured cheap and no timing report is
   asked for, most files are left to core untouched and only a sample goes
   through the closer, so that a fast file system pays next to nothing;
@@ -102,9 +104,11 @@ Timing report
 :hg:`debugapplystreamclonebundle` accepts v1, v2 and v3 stream bundles with
 this extension and prints, after the apply, the wall time, files, bytes,
 throughput and a table of count, total, mean and maximum time for open,
-write, mkdir and close.  Close has two rows: the time the writing threads
-spent closing or waiting for the closer ("waited"), and the time background
-threads spent closing ("threads").  ``-T json`` prints a list with one
+write, mkdir and close.  Times are those of the writing threads: the write
+of a small file the close threads write counts with no time.  Close has
+two rows: the time the writing threads spent closing or waiting
+for the closer ("waited"), and the time background threads spent closing
+("threads").  ``-T json`` prints a list with one
 object per apply holding ``format``, ``files``, ``bytes``, ``seconds``,
 ``ops`` and ``closer``.
 

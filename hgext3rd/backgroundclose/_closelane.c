@@ -66,11 +66,17 @@ struct entry {
 	int fd;
 	long long token;
 	PyObject *name; /* a reference the lane owns, or NULL */
+	/* bytes to write before the close (a reference the lane owns), or
+	 * NULL; buf and len are read from it under the GIL at submission */
+	PyObject *data;
+	const char *buf;
+	Py_ssize_t len;
 };
 
 struct failure {
 	PyObject *name; /* a reference the lane owns, or NULL */
 	int error;
+	int writing; /* the write failed, not the close */
 };
 
 typedef struct {
@@ -98,6 +104,7 @@ typedef struct {
 	/* what the threads did, read under the GIL */
 	long long closed;
 	long long totalns, maxns;
+	long long held; /* bytes submitted and not written yet */
 	struct failure *failures;
 	Py_ssize_t nfailures, failurecap;
 	/* names of closed entries, released under the GIL */
@@ -120,6 +127,25 @@ static long long now_ns(void)
 	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* without the GIL: write all of buf into fd; 0, or the errno of the write
+ * that failed (EIO for one that took nothing: never spin) */
+static int write_all(int fd, const char *buf, Py_ssize_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, buf, (size_t)len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue; /* nothing written: the same again */
+			return errno;
+		}
+		if (n == 0)
+			return EIO;
+		buf += n;
+		len -= n;
+	}
+	return 0;
+}
+
 static void *lane_thread(void *arg)
 {
 	struct start *start = arg;
@@ -131,7 +157,7 @@ static void *lane_thread(void *arg)
 	for (;;) {
 		struct entry e;
 		long long began, took;
-		int error = 0;
+		int error = 0, writing = 0;
 
 		while (self->queued == 0) {
 			if (self->stopping) {
@@ -143,13 +169,17 @@ static void *lane_thread(void *arg)
 			self->idle--;
 		}
 		e = self->ring[self->head];
-		self->ring[self->head].name = NULL; /* the reference is ours */
+		/* the references are ours */
+		self->ring[self->head].name = NULL;
+		self->ring[self->head].data = NULL;
 		self->head = (self->head + 1) % self->capacity;
 		self->queued--;
 		self->inflight++;
 		self->current[index] = e.token;
 		pthread_mutex_unlock(&self->mutex);
 
+		if (e.data != NULL)
+			writing = write_all(e.fd, e.buf, e.len);
 		began = now_ns();
 		/* on EINTR the descriptor is closed all the same (Linux, and
 		 * POSIX leaves it unspecified): retrying could close a number
@@ -157,6 +187,8 @@ static void *lane_thread(void *arg)
 		if (close(e.fd) != 0 && errno != EINTR)
 			error = errno;
 		took = now_ns() - began;
+		if (writing) /* the first failure is the one to report */
+			error = writing;
 
 		pthread_mutex_lock(&self->mutex);
 		self->inflight--;
@@ -169,9 +201,14 @@ static void *lane_thread(void *arg)
 		if (error) {
 			self->failures[self->nfailures].name = e.name;
 			self->failures[self->nfailures].error = error;
+			self->failures[self->nfailures].writing = writing != 0;
 			self->nfailures++;
 		} else if (e.name != NULL) {
 			self->spent[self->nspent++] = e.name;
+		}
+		if (e.data != NULL) {
+			self->held -= e.len;
+			self->spent[self->nspent++] = e.data;
 		}
 		if (self->waiters)
 			pthread_cond_broadcast(&self->done);
@@ -282,8 +319,9 @@ static int reserve(Lane *self)
 		self->failures = grown;
 		self->failurecap = cap;
 	}
-	if (self->nspent + need > self->spentcap) {
-		Py_ssize_t cap = (self->nspent + need) * 2;
+	/* a name and data per entry */
+	if (self->nspent + 2 * need > self->spentcap) {
+		Py_ssize_t cap = (self->nspent + 2 * need) * 2;
 		PyObject **grown =
 		    PyMem_RawRealloc(self->spent, cap * sizeof(PyObject *));
 		if (grown == NULL)
@@ -324,6 +362,7 @@ static void Lane_dealloc(Lane *self)
 			    &self->ring[(self->head + i) % self->capacity];
 			close(e->fd);
 			Py_XDECREF(e->name);
+			Py_XDECREF(e->data);
 		}
 	}
 	PyMem_RawFree(self->ring);
@@ -467,9 +506,12 @@ static PyObject *Lane_start(Lane *self, PyObject *args)
 
 PyDoc_STRVAR(
     submit_doc,
-    "submit(fd, name=None)\n\n"
-    "Hand ``fd`` over to be closed.  In one step: wait (without the GIL) "
-    "for room,\n"
+    "submit(fd, name=None, data=None)\n\n"
+    "Hand ``fd`` over to be closed, after ``data`` (bytes) is written into "
+    "it, if\n"
+    "given: a failed write is a failure of its own (see failures()).  "
+    "In one step:\n"
+    "wait (without the GIL) for room,\n"
     "queue it, drop it from the ``owned`` set and record ``name``'s latest "
     "token in\n"
     "the ``names`` dict.  Raises having done none of that when the lane "
@@ -480,18 +522,23 @@ PyDoc_STRVAR(
 
 static PyObject *Lane_submit(Lane *self, PyObject *args, PyObject *kwds)
 {
-	static char *kwlist[] = {"fd", "name", NULL};
+	static char *kwlist[] = {"fd", "name", "data", NULL};
 	int fd;
-	PyObject *name = Py_None, *token = NULL, *key = NULL;
+	PyObject *name = Py_None, *data = Py_None, *token = NULL, *key = NULL;
 	struct entry *e;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kwds, "i|O", kwlist, &fd,
-	                                 &name))
+	if (!PyArg_ParseTupleAndKeywords(args, kwds, "i|OO", kwlist, &fd,
+	                                 &name, &data))
 		return NULL;
 	if (check_usable(self) < 0)
 		return NULL;
 	if (fd < 0) {
 		PyErr_SetString(PyExc_ValueError, "negative file descriptor");
+		return NULL;
+	}
+	/* bytes only: they cannot change while a thread writes them */
+	if (data != Py_None && !PyBytes_CheckExact(data)) {
+		PyErr_SetString(PyExc_TypeError, "data must be bytes or None");
 		return NULL;
 	}
 	if (self->nspent >= 64)
@@ -544,6 +591,17 @@ static PyObject *Lane_submit(Lane *self, PyObject *args, PyObject *kwds)
 		e->name = name;
 	} else {
 		e->name = NULL;
+	}
+	if (data != Py_None) {
+		Py_INCREF(data);
+		e->data = data;
+		e->buf = PyBytes_AS_STRING(data);
+		e->len = PyBytes_GET_SIZE(data);
+		self->held += e->len;
+	} else {
+		e->data = NULL;
+		e->buf = NULL;
+		e->len = 0;
 	}
 	self->queued++;
 	if (self->queued + self->inflight > self->peak)
@@ -666,9 +724,9 @@ static PyObject *Lane_abandon(Lane *self, PyObject *Py_UNUSED(ignored))
 }
 
 PyDoc_STRVAR(failures_doc,
-             "failures(start=0) -> [(name, errno), ...]\n\n"
-             "The closes that failed, from the ``start``-th on, in the "
-             "order they failed.\n"
+             "failures(start=0) -> [(name, errno, writing), ...]\n\n"
+             "The writes or closes that failed (``writing``: the write), "
+             "from the\n``start``-th on, in the order they failed.\n"
              "They are kept: read them again from where you got to.");
 
 static PyObject *Lane_failures(Lane *self, PyObject *args)
@@ -690,8 +748,9 @@ static PyObject *Lane_failures(Lane *self, PyObject *args)
 	/* entries below count are not touched by the threads any more */
 	for (i = start; i < count; i++) {
 		struct failure *f = &self->failures[i];
-		PyObject *item = Py_BuildValue(
-		    "(Oi)", f->name ? f->name : Py_None, f->error);
+		PyObject *item =
+		    Py_BuildValue("(OiO)", f->name ? f->name : Py_None,
+		                  f->error, f->writing ? Py_True : Py_False);
 		if (item == NULL || PyList_Append(result, item) < 0) {
 			Py_XDECREF(item);
 			Py_DECREF(result);
@@ -732,6 +791,9 @@ static PyObject *get_counter(Lane *self, void *which)
 	case 6:
 		value = self->nexttoken - 1;
 		break;
+	case 7:
+		value = self->held;
+		break;
 	}
 	pthread_mutex_unlock(&self->mutex);
 	return PyLong_FromLongLong(value);
@@ -757,7 +819,10 @@ static PyGetSetDef Lane_getset[] = {
     {"peak", (getter)get_counter, NULL,
      "most descriptors pending at once", (void *)3},
     {"closed", (getter)get_counter, NULL, "closes done", (void *)4},
-    {"failed", (getter)get_counter, NULL, "closes that failed", (void *)5},
+    {"failed", (getter)get_counter, NULL, "writes and closes that failed",
+     (void *)5},
+    {"held", (getter)get_counter, NULL,
+     "bytes submitted to be written and not written yet", (void *)7},
     {"lasttoken", (getter)get_counter, NULL,
      "the token of the latest submission (-1: none yet)", (void *)6},
     {"seconds", (getter)get_seconds, NULL, "total time spent in close()",

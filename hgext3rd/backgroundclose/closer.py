@@ -45,6 +45,7 @@ closes every descriptor exactly once.
 """
 
 import collections
+import errno
 import os
 import signal
 import sys
@@ -321,6 +322,25 @@ def close_owned(fd, owned):
     os.close(fd)
 
 
+def write_all(fd, data):
+    """write all of ``data`` (bytes or a buffer) into ``fd``: its size.  A
+    regular file takes it in one call unless the disk fills, which the
+    next call then raises."""
+    if type(data) is not bytes:
+        data = memoryview(data).cast('B')
+    size = len(data)
+    written = os.write(fd, data)
+    if written < size:
+        view = memoryview(data)
+        while written < size:
+            more = os.write(fd, view[written:])
+            if not more:
+                # takes a byte or raises, for a regular file: never spin
+                raise OSError(errno.EIO, os.strerror(errno.EIO))
+            written += more
+    return size
+
+
 def close_quietly(target, closefn=close_target):
     """close on a path that is already failing: an error of the close must
     not hide the first one"""
@@ -538,10 +558,12 @@ class Closer:
 
     # submission ---------------------------------------------------------
 
-    def close(self, target, name=None):
+    def close(self, target, name=None, data=None):
         """close ``target`` (a descriptor or a file object) now or later
 
-        ``name`` is used in the error if the close fails.  The file must not
+        ``data`` (bytes, with a descriptor only) is written into it first:
+        by the C lane's thread if the lane takes the descriptor, else here.
+        ``name`` is used in the error if the write or close fails.  The file must not
         be used by the caller after this call, even when it raises: the file
         is always closed or handed over first, then an earlier background
         failure is raised (on the owner thread only).  The one exception:
@@ -556,7 +578,11 @@ class Closer:
                 self._drop(target)
                 raise
         if self._policy.background:
-            self._submit(target, name)
+            self._submit(target, name, data)
+        elif data is not None:
+            self._write_here(target, name, data)
+            self._close_inline(target, name, self._clock(), False)
+            self._untimed = self._policy.sample_every - 1
         elif self._untimed > 0 and threading.get_ident() == self._owner:
             # inline and not sampled: the path most files of a fast file
             # system take, so the shortest one
@@ -587,7 +613,11 @@ class Closer:
             # only once it returned: interrupted, the next close tries again
             self._startpending = False
 
-    def _submit(self, target, name):
+    def _submit(self, target, name, data=None):
+        if data is not None and self._lane is None:
+            # Python threads only close: written here, before queueing
+            self._write_here(target, name, data)
+            data = None
         clock = self._clock
         policy = self._policy
         start = clock()
@@ -600,7 +630,7 @@ class Closer:
         ):
             # a file object is closed inline: the lane closes descriptors
             if type(target) is int:
-                outcome = self._submit_to_lane(target, name)
+                outcome = self._submit_to_lane(target, name, data)
                 if outcome is _HANDED:
                     self._handed(clock() - start)
                     return
@@ -644,7 +674,18 @@ class Closer:
             if handed:
                 self._handed(clock() - start)
                 return
+        if data is not None:
+            self._write_here(target, name, data)
         self._close_inline(target, name, start, probing)
+
+    def _write_here(self, fd, name, data):
+        """write ``data`` into ``fd`` on this thread before it is closed
+        here; if that fails, close it all the same and raise"""
+        try:
+            write_all(fd, data)
+        except Exception as exc:
+            close_quietly(fd, self._closefn)
+            raise FileError(name, exc, 'writing') from exc
 
     def _drop(self, target):
         """an interrupt kept ``target`` from being closed or handed over:
@@ -698,7 +739,7 @@ class Closer:
         elif policy.policy == ADAPTIVE and not self._stopping:
             self._learn_inline(duration)
 
-    def _submit_to_lane(self, fd, name):
+    def _submit_to_lane(self, fd, name, data=None):
         """hand ``fd`` to the C lane, unless it is to be closed inline:
         _HANDED, _PROBE (time it inline for a probe) or _INLINE.  If this
         raises, ``fd`` was either handed over or is still the caller's (and
@@ -716,7 +757,7 @@ class Closer:
         try:
             # waits for room without the GIL; queues and drops fd from
             # owned in one step, or raises having done neither
-            lane.submit(fd, name)
+            lane.submit(fd, name, data)
         except RuntimeError:
             # the lane stopped meanwhile (finish() on another thread)
             return _INLINE
@@ -1022,9 +1063,11 @@ class Closer:
         if lane is None or lane.failed == self._lanefailures:
             return
         with self._lock:
-            for name, errno in lane.failures(self._lanefailures):
-                exc = OSError(errno, os.strerror(errno))
-                self._errors.append(FileError(name, exc))
+            for name, code, writing in lane.failures(self._lanefailures):
+                exc = OSError(code, os.strerror(code))
+                self._errors.append(
+                    FileError(name, exc, 'writing' if writing else 'closing')
+                )
                 self._lanefailures += 1
 
     def failed(self):

@@ -24,7 +24,10 @@ either
   updates).  Its writes go straight into the descriptor, so nothing is ever
   buffered above it, and its ``close()`` hands the descriptor over.  It
   spares each file a Python file object and a proxy, which cost as much
-  as the rest of the seam together; or
+  as the rest of the seam together.  A stream's small file, written in
+  one piece while the lane takes descriptors, is held whole instead and
+  handed over with its descriptor in the same step, for the lane's
+  thread to write before closing it; or
 - a file object over the descriptor that does not own it
   (``closefd=False``), for other modes (a revlog appended to).  Closing
   the proxy flushes and closes that file object (which leaves the
@@ -40,7 +43,6 @@ inline close in the same step as it closes it.  After a failure,
 the file object over it forget what it still buffers.
 """
 
-import errno
 import os
 import time
 import weakref
@@ -273,25 +275,6 @@ def posixfile(files, orig, name, mode=b'r', buffering=-1, *args, **kwargs):
 POSIXFILE_SEAM = (util, 'posixfile', posixfile)
 
 
-def write_all(fd, data):
-    """write all of ``data`` (bytes or a buffer) into ``fd``: its size.  A
-    regular file takes it in one call unless the disk fills, which the
-    next call then raises."""
-    if type(data) is not bytes:
-        data = memoryview(data).cast('B')
-    size = len(data)
-    written = os.write(fd, data)
-    if written < size:
-        view = memoryview(data)
-        while written < size:
-            more = os.write(fd, view[written:])
-            if not more:
-                # takes a byte or raises, for a regular file: never spin
-                raise OSError(errno.EIO, os.strerror(errno.EIO))
-            written += more
-    return size
-
-
 class _WithBlock:
     """leaving a ``with`` block over a file the session hands over closes
     it (hands it over); leaving on an error closes it here instead, so
@@ -326,17 +309,31 @@ class DescriptorFile(_WithBlock):
     Its finalizer closes the descriptor of a file core dropped unclosed,
     once armed by ``OwnedFiles.open_through``, which made it: until then
     the opening closes the descriptor if it fails.
+
+    With ``hold`` (a stream's files, while the C lane takes descriptors),
+    a small file written in one piece of bytes is not written here: its
+    bytes go to the closer with the descriptor, and the lane's thread
+    writes them before closing it.  The writing thread then only opens
+    files, and the write's system call runs on another core.  Nothing
+    reads such a file before the stream's closes are done (core's rule
+    for ``backgroundclosing``); ``flush()``, ``fileno()`` and a second
+    write write them here first.
     """
 
     __slots__ = (
         'name', '_fd', '_closer', '_files', '_writestat', '_onclose',
-        '_timed', '_closed', '_offset', '_armed', '__weakref__',
+        '_timed', '_closed', '_offset', '_armed', '_hold', '_held',
+        '__weakref__',
     )
 
     mode = 'wb'
 
+    # the largest file whose bytes are held: the lane's queue holds at most
+    # maxqueue files (384 by default), so at most 6 MB wait at once
+    HOLD_MOST = 16 * 1024
+
     def __init__(self, fd, name, closer, files, writestat=None,
-                 onclose=None, timed=False):
+                 onclose=None, timed=False, hold=False):
         self.name = name
         self._fd = fd
         self._closer = closer
@@ -347,18 +344,34 @@ class DescriptorFile(_WithBlock):
         self._closed = False
         self._offset = 0
         self._armed = False
+        self._hold = hold
+        self._held = None  # bytes written by the closer, or None
 
     def write(self, data):
         if self._closed:
             raise ValueError('write to closed file')
         stat = self._writestat
+        if (
+            self._hold
+            and not self._offset
+            and type(data) is bytes
+            and len(data) <= self.HOLD_MOST
+        ):
+            # the whole file, maybe: held for the closer
+            self._hold = False
+            self._held = data
+            size = self._offset = len(data)
+            if stat is not None:
+                if self._timed:
+                    stat.add(0.0, size)  # it costs this thread nothing
+                else:
+                    stat.bytes += size
+            return size
+        self._hold = False
+        if self._held is not None:
+            self._write_held()
         start = time.perf_counter() if self._timed else None
-        try:
-            size = write_all(self._fd, data)
-        except OSError as exc:
-            if stat is None:
-                raise  # what a file object would raise
-            raise closermod.FileError(self.name, exc, 'writing') from exc
+        size = self._write(data)
         self._offset += size
         if stat is not None:
             if start is None:
@@ -367,19 +380,37 @@ class DescriptorFile(_WithBlock):
                 stat.add(time.perf_counter() - start, size)
         return size
 
+    def _write(self, data):
+        try:
+            return closermod.write_all(self._fd, data)
+        except OSError as exc:
+            if self._writestat is None:
+                raise  # what a file object would raise
+            raise closermod.FileError(self.name, exc, 'writing') from exc
+
+    def _write_held(self):
+        """write the bytes held for the closer here after all (their size
+        was counted when they were written)"""
+        held, self._held = self._held, None
+        self._write(held)
+
     def writelines(self, lines):
         for line in lines:
             self.write(line)
 
     def flush(self):
         self._check_open()
+        if self._held is not None:
+            self._write_held()
 
     def tell(self):
         self._check_open()
         return self._offset
 
     def fileno(self):
-        self._check_open()
+        # whoever takes the number may read or write through it
+        self.flush()
+        self._hold = False
         return self._fd
 
     def writable(self):
@@ -409,8 +440,9 @@ class DescriptorFile(_WithBlock):
         # an interrupt from here on leaves fd in the owned set, for
         # release(); the closer takes it out in the step that queues it
         self._closed = True
+        held, self._held = self._held, None
         self._files.handing_over(fd)
-        self._closer.close(fd, self.name)
+        self._closer.close(fd, self.name, held)
         if self._onclose is not None:
             self._onclose()
 
@@ -418,10 +450,12 @@ class DescriptorFile(_WithBlock):
         """the session closed the descriptor (after a failure): never
         write into that number again"""
         self._closed = True
+        self._held = None
 
     def _close_here(self):
         """close on this thread, on a path that is already failing"""
         self._closed = True
+        self._held = None
         self._files.discard(self._fd)
 
     def __del__(self):

@@ -126,9 +126,11 @@ class ApplySession(sessionmod.Session):
         self._lastcore = None
         # whole files written by writer threads where opens wait
         # (deferredwrite.py): their closer, once started
+        # sampled whether the report is shown or not: the report times
+        # opens itself (_open_through), and the policy's CPU time costs
+        # system calls
         self.writepolicy = policymod.WritePolicy(
-            settings.writes(ui),
-            sample=1 if self.timed else closermod.SAMPLE,
+            settings.writes(ui), sample=closermod.SAMPLE
         )
         self.writers = None
         self._writeroptions = settings.closer_options(ui)
@@ -616,8 +618,10 @@ class ApplySession(sessionmod.Session):
 
     def _make_parents(self, vfs, path, mode, dirname, kwargs):
         if kwargs.get('auditpath', True):
-            # core's audit of the path, before anything is made for it
+            # core's audit of the path, before anything is made for it;
+            # core's open is then told not to do it a second time
             compat.audit(vfs, path, mode)
+            kwargs['auditpath'] = False
         self.directories.prepare(
             vfs.base, dirname, vfs.createmode, kwargs.get('notindexed', False)
         )
@@ -637,10 +641,14 @@ class ApplySession(sessionmod.Session):
         return fp, fd, self.writes
 
     def _descriptor_file(self, fd, name):
-        """the file a vfs opens for the lane (handover.DescriptorFile)"""
+        """the file a vfs opens for the lane (handover.DescriptorFile); a
+        small one is written by the lane's thread while the lane takes
+        descriptors (nothing reads a stream's files before its closes
+        are done)"""
         return handover.DescriptorFile(
             fd, name, self.closer, self.files, self.writes,
             onclose=self.closed_one, timed=self.timed,
+            hold=self.files.takes_descriptors(),
         )
 
     def stream_directory(self, vfs, path, known_directories):
@@ -722,13 +730,22 @@ class ApplySession(sessionmod.Session):
         closer = self.closer
         clock = util.timer
         timed = self.timed
-        write = handover.write_all
+        write = closermod.write_all
         # a writer thread of a parallel apply keeps its failures for the
         # main thread, which raises them when it finishes the closer
         onmain = threading.current_thread() is threading.main_thread()
         writepolicy = self.writepolicy
         streamdirs = self._streamdirs
         streamnames = self._streamnames
+        files = self.files
+        holdmost = handover.DescriptorFile.HOLD_MOST
+
+        def put(fd, path, chunk):
+            try:
+                write(fd, chunk)
+            except OSError as exc:
+                raise closermod.FileError(path, exc, 'writing') from exc
+
         for path, mode, data in info:
             if not onmain and closer.failed():
                 # the apply has failed: write nothing more, only keep the
@@ -785,13 +802,27 @@ class ApplySession(sessionmod.Session):
                 storename = streamnames.pop(path, None)
                 if storename is not None:
                     self.register(*storename)  # before the first byte
+                # a small file in one chunk of bytes goes to the lane with
+                # its descriptor, for its thread to write (as a
+                # DescriptorFile does)
+                holding = files.takes_descriptors()
+                held = None
                 for chunk in data:
+                    if holding:
+                        holding = False
+                        if type(chunk) is bytes and len(chunk) <= holdmost:
+                            held = chunk
+                            if timed:  # it costs this thread nothing
+                                writestat.add(0.0, len(chunk))
+                            else:
+                                writestat.bytes += len(chunk)
+                            continue
+                    if held is not None:  # more than one: written here
+                        put(fd, path, held)
+                        held = None
                     if timed:
                         start = clock()
-                    try:
-                        write(fd, chunk)
-                    except OSError as exc:
-                        raise closermod.FileError(path, exc, 'writing') from exc
+                    put(fd, path, chunk)
                     if timed:
                         writestat.add(clock() - start, len(chunk))
                     else:  # counted all the same: see check_complete()
@@ -811,7 +842,7 @@ class ApplySession(sessionmod.Session):
                 # closes do)
                 raise
             try:
-                closer.close(fd, path)
+                closer.close(fd, path, held)
             except closermod.FileError as exc:
                 if onmain:
                     raise
