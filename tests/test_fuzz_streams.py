@@ -31,6 +31,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 HG = os.path.join(os.path.dirname(sys.executable), 'hg')
 EXAMPLES = int(os.environ.get('FUZZ_EXAMPLES', '30'))
 RANDOM = bool(os.environ.get('FUZZ_RANDOM'))
+SHIM = os.environ.get('SLOWCLOSE_SO')  # the close-latency shim, from make
 
 # what core's transaction writes into .hg on any commit or abort
 TRANSACTION_NOTES = {'journal.desc', 'undo.desc'}
@@ -250,3 +251,50 @@ def test_undamaged_bundles_apply(world):
         assert result.returncode == 0, result.stderr
         verify = run_hg(world['env'], '-R', str(sandbox / 'r'), 'verify', '-q')
         assert verify.returncode == 0, verify.stdout + verify.stderr
+
+
+@pytest.mark.parametrize('closing', ['no', 'yes'])
+def test_a_name_sent_twice_ends_as_core_writes_it(world, closing):
+    # a stream v2 that sends one file twice.  Mercurial 7.0 on writes the
+    # second into the same file from its start (no truncation), earlier
+    # releases replace the file: either way the apply must leave what core
+    # leaves, also where the lane's threads write small files
+    files = list(world['files'])
+    name = next(n for n, _d in files if n.startswith(b'data/'))
+    # the first small enough for the lane's threads to write, the second
+    # too large: written on the reading thread
+    files += [(name, b'A' * 300), (name, b'B' * 20000)]
+    bundle = world['root'] / 'twice.hg'
+    bundle.write_bytes(streamcraft.v2(
+        [(b's', n, d) for n, d in files], world['requirements']
+    ))
+    env = dict(world['env'])
+    if SHIM and os.path.isfile(SHIM):
+        # slow closes: the threads are busy with earlier files while the
+        # reading thread writes the second
+        env.update(LD_PRELOAD=SHIM, SLOWCLOSE_US='20000')
+    left = {}
+    for who, config in (
+        ('core', ['--config', 'extensions.backgroundclose=!']),
+        ('ext', ['--config', 'worker.backgroundclose=%s' % closing]),
+    ):
+        sandbox = world['root'] / ('twice-%s-%s' % (who, closing))
+        shutil.rmtree(sandbox, ignore_errors=True)
+        shutil.copytree(world['root'] / 'pristine', sandbox, symlinks=True)
+        # core's debugapplystreamclonebundle takes v1 only
+        result = run_hg(env, '-R', str(sandbox), '-q', *config,
+                        'unbundle', str(bundle))
+        assert result.returncode == 0, result.stderr
+        store = sandbox / '.hg' / 'store'
+        left[who] = {
+            path.relative_to(store): (
+                # a set of names, in no order
+                sorted(path.read_bytes().splitlines())
+                if path.name == 'fncache'
+                else path.read_bytes()
+            )
+            for path in store.rglob('*')
+            if path.is_file()
+            and not path.name.startswith(('undo', 'journal', 'lock'))
+        }
+    assert left['ext'] == left['core']

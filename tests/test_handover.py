@@ -177,7 +177,7 @@ def direct(request, tmp_path):
         vfs = vfsmod.vfs(os.fsencode(str(tmp_path)))
         stat = closermod.OpStat()
         made = []  # every DescriptorFile made
-        hold = False  # whether files made hold small writes for the closer
+        hold = 0  # the largest write files made hold for the closer
 
         def make(self, fd, name):
             fp = handover.DescriptorFile(
@@ -236,7 +236,7 @@ def size_on_disk(fd):
 def test_a_small_file_is_written_by_whoever_closes_it(direct, closes):
     # held until the close: the lane's thread writes it, or the closer
     # here when it closes inline
-    direct.hold = True
+    direct.hold = 16
     with direct.open(b'data/s.i') as fp:
         fd = fp._fd
         assert fp.write(b'abc') == 3
@@ -250,7 +250,7 @@ def test_a_small_file_is_written_by_whoever_closes_it(direct, closes):
 
 @needs_lane
 def test_held_bytes_are_written_here_before_anything_else(direct):
-    direct.hold = True
+    direct.hold = 16
     # a second write: the held bytes first, then it
     with direct.open(b'two.i') as fp:
         fp.write(b'ab')
@@ -265,7 +265,7 @@ def test_held_bytes_are_written_here_before_anything_else(direct):
         fp.write(b'y')
         assert size_on_disk(fp.fileno()) == 1
     # a large file, or one not in bytes, is written straight away
-    big = b'z' * (handover.DescriptorFile.HOLD_MOST + 1)
+    big = b'z' * 17
     with direct.open(b'big.i') as fp:
         fp.write(big)
         assert size_on_disk(fp._fd) == len(big)
@@ -293,7 +293,7 @@ def test_a_held_write_that_fails_names_the_file_and_closes_it(policy):
     files = handover.OwnedFiles(closer)
     fd = closer.open_owned(b'/dev/full', os.O_WRONLY, 0o666)
     fp = handover.DescriptorFile(
-        fd, b'/dev/full', closer, files, closermod.OpStat(), hold=True
+        fd, b'/dev/full', closer, files, closermod.OpStat(), hold=16
     )
     fp.write(b'x')  # held
     with pytest.raises(closermod.FileError) as caught:
@@ -392,16 +392,28 @@ def test_a_file_kept_from_its_close_is_released_and_never_written_again(
 
 
 @needs_lane
-def test_a_file_left_to_the_garbage_collector_is_closed(direct, closes):
+@pytest.mark.parametrize('hold', [0, 16], ids=['written', 'held'])
+def test_a_file_left_to_the_garbage_collector_is_closed(direct, closes, hold):
+    # written first if its bytes were held, as a file object's finalizer
+    # flushes
+    direct.hold = hold
     fp = direct.open(b'e.i')
     fp.write(b'x')
-    fd = fp.fileno()
+    fd = fp._fd
     del fp
     direct.made.clear()
     gc.collect()
     assert direct.files.fds == set()
     assert closes == [fd]
     assert not is_open(fd)
+    assert direct.vfs.read(b'e.i') == b'x'
+
+
+def test_at_most_hold_total_bytes_wait_for_the_lane():
+    assert handover.hold_limit(384) == handover.HOLD_TOTAL // 384
+    assert handover.hold_limit(16) == handover.HOLD_MOST
+    assert handover.hold_limit(20000) * 20000 <= handover.HOLD_TOTAL
+    assert handover.hold_limit(0) == handover.HOLD_MOST
 
 
 @needs_lane

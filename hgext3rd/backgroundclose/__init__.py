@@ -28,8 +28,8 @@ its closes to one closer:
   they are slow it hands them to background threads, adding threads until
   the writing thread no longer waits for closes (no more threads than
   cores when closes burn CPU, as an antivirus scan does); the C close
-  threads also write each small file (up to 16 KB, in one piece) before
-  they close it;
+  threads also write each small file (written in one piece of at most
+  16 KB; at most 4 MB wait at once) before they close it;
 - while closes and opens are measured cheap and no timing report is
   asked for, most files are left to core untouched and only a sample goes
   through the closer, so that a fast file system pays next to nothing;

@@ -293,6 +293,17 @@ class _WithBlock:
         return False
 
 
+# the bytes files may hold for the lane at once, and the most one file holds
+HOLD_TOTAL = 4 * 1024 * 1024
+HOLD_MOST = 16 * 1024
+
+
+def hold_limit(maxqueue):
+    """the largest file a DescriptorFile holds for a lane whose queue takes
+    ``maxqueue`` files: at most HOLD_TOTAL bytes wait at once"""
+    return min(HOLD_MOST, HOLD_TOTAL // max(1, maxqueue))
+
+
 class DescriptorFile(_WithBlock):
     """a file written from start to end straight into its descriptor,
     which the session owns (in ``files.fds``) until ``close()`` hands it to
@@ -310,10 +321,10 @@ class DescriptorFile(_WithBlock):
     once armed by ``OwnedFiles.open_through``, which made it: until then
     the opening closes the descriptor if it fails.
 
-    With ``hold`` (a stream's files, while the C lane takes descriptors),
-    a small file written in one piece of bytes is not written here: its
-    bytes go to the closer with the descriptor, and the lane's thread
-    writes them before closing it.  The writing thread then only opens
+    With ``hold`` (a stream's files, while the C lane takes descriptors:
+    ``hold_limit()``), a file written in one piece of bytes of at most
+    ``hold`` bytes is not written here: its bytes go to the closer with the
+    descriptor, and the lane's thread writes them before closing it.  The writing thread then only opens
     files, and the write's system call runs on another core.  Nothing
     reads such a file before the stream's closes are done (core's rule
     for ``backgroundclosing``); ``flush()``, ``fileno()`` and a second
@@ -328,12 +339,8 @@ class DescriptorFile(_WithBlock):
 
     mode = 'wb'
 
-    # the largest file whose bytes are held: the lane's queue holds at most
-    # maxqueue files (384 by default), so at most 6 MB wait at once
-    HOLD_MOST = 16 * 1024
-
     def __init__(self, fd, name, closer, files, writestat=None,
-                 onclose=None, timed=False, hold=False):
+                 onclose=None, timed=False, hold=0):
         self.name = name
         self._fd = fd
         self._closer = closer
@@ -355,10 +362,10 @@ class DescriptorFile(_WithBlock):
             self._hold
             and not self._offset
             and type(data) is bytes
-            and len(data) <= self.HOLD_MOST
+            and len(data) <= self._hold
         ):
             # the whole file, maybe: held for the closer
-            self._hold = False
+            self._hold = 0
             self._held = data
             size = self._offset = len(data)
             if stat is not None:
@@ -367,7 +374,7 @@ class DescriptorFile(_WithBlock):
                 else:
                     stat.bytes += size
             return size
-        self._hold = False
+        self._hold = 0
         if self._held is not None:
             self._write_held()
         start = time.perf_counter() if self._timed else None
@@ -410,7 +417,7 @@ class DescriptorFile(_WithBlock):
     def fileno(self):
         # whoever takes the number may read or write through it
         self.flush()
-        self._hold = False
+        self._hold = 0
         return self._fd
 
     def writable(self):
@@ -468,6 +475,14 @@ class DescriptorFile(_WithBlock):
                 and not self._closed
                 and self._fd in self._files.fds
             ):
+                held, self._held = self._held, None
+                if held is not None:
+                    # written, as a file object left to the collector
+                    # flushes; its error is lost, as that flush's would be
+                    try:
+                        closermod.write_all(self._fd, held)
+                    except OSError:
+                        pass
                 self._close_here()
         except BaseException:  # noqa: B902
             # see HandedOverFile.__del__

@@ -648,8 +648,16 @@ class ApplySession(sessionmod.Session):
         return handover.DescriptorFile(
             fd, name, self.closer, self.files, self.writes,
             onclose=self.closed_one, timed=self.timed,
-            hold=self.files.takes_descriptors(),
+            hold=self._hold_limit(),
         )
+
+    def _hold_limit(self):
+        """the largest file the lane's thread writes (handover.hold_limit),
+        or 0: where the lane takes descriptors, and no writer threads hold
+        files' data meanwhile (their budget is the memory allowed)"""
+        if self.writers is not None or not self.files.takes_descriptors():
+            return 0
+        return handover.hold_limit(self.closer.maxqueue)
 
     def stream_directory(self, vfs, path, known_directories):
         """stream v2 from Mercurial 7.0 on, writers running: the parent
@@ -674,6 +682,26 @@ class ApplySession(sessionmod.Session):
             vfs.createmode,
             True,  # core's notindexed on this path
         )
+
+    def _open_streamed(self, path, mode, holdmost):
+        """open a stream v2 file as core's _write_files does (Mercurial
+        7.0 on), into the owned set: (fd, the largest first chunk it may
+        hold for the lane).  One that may hold its bytes is created, not
+        opened: one there already (this stream wrote it before) is opened
+        once every file handed over so far is written and closed, and
+        holds nothing, so that its bytes land in core's order."""
+        mode = 0o777 if mode is None else mode  # os.open's default
+        closer = self.closer
+        try:
+            if holdmost:
+                try:
+                    flags = _OPEN_FLAGS | os.O_EXCL
+                    return closer.open_owned(path, flags, mode), holdmost
+                except FileExistsError:
+                    closer.wait()
+            return closer.open_owned(path, _OPEN_FLAGS, mode), 0
+        except (OSError, ValueError) as exc:  # ValueError: NUL byte
+            raise closermod.FileError(path, exc, 'opening') from exc
 
     def _write_streamed_later(self, path, mode, data, directory):
         """hand a stream v2 file (Mercurial 7.0 on) to the writers: None,
@@ -737,9 +765,6 @@ class ApplySession(sessionmod.Session):
         writepolicy = self.writepolicy
         streamdirs = self._streamdirs
         streamnames = self._streamnames
-        files = self.files
-        holdmost = handover.DescriptorFile.HOLD_MOST
-
         def put(fd, path, chunk):
             try:
                 write(fd, chunk)
@@ -778,15 +803,12 @@ class ApplySession(sessionmod.Session):
             fd = None
             start = clock()
             try:
-                try:
-                    # into the owned set in the same step where the C lane
-                    # is built; os.open's default mode when the stream has
-                    # none
-                    fd = closer.open_owned(
-                        path, _OPEN_FLAGS, 0o777 if mode is None else mode
-                    )
-                except (OSError, ValueError) as exc:  # ValueError: NUL byte
-                    raise closermod.FileError(path, exc, 'opening') from exc
+                # a small file in one chunk of bytes goes to the lane with
+                # its descriptor, for its thread to write (as a
+                # DescriptorFile does); on the main thread only
+                fd, holdmost = self._open_streamed(
+                    path, mode, self._hold_limit() if onmain else 0
+                )
                 # in the owned set now: release() finds it there, and a
                 # search by name could find it queued on the closer later
                 self._opening = None
@@ -802,10 +824,7 @@ class ApplySession(sessionmod.Session):
                 storename = streamnames.pop(path, None)
                 if storename is not None:
                     self.register(*storename)  # before the first byte
-                # a small file in one chunk of bytes goes to the lane with
-                # its descriptor, for its thread to write (as a
-                # DescriptorFile does)
-                holding = files.takes_descriptors()
+                holding = holdmost > 0
                 held = None
                 for chunk in data:
                     if holding:
