@@ -765,6 +765,7 @@ class ApplySession(sessionmod.Session):
         writepolicy = self.writepolicy
         streamdirs = self._streamdirs
         streamnames = self._streamnames
+
         def put(fd, path, chunk):
             try:
                 write(fd, chunk)
