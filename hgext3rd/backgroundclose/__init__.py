@@ -106,11 +106,10 @@ this extension and prints, after the apply, the wall time, files, bytes,
 throughput and a table of count, total, mean and maximum time for open,
 write, mkdir and close.  Times are those of the writing threads: the write
 of a small file the close threads write counts with no time.  Close has
-two rows: the time the writing threads spent closing or waiting
-for the closer ("waited"), and the time background threads spent closing
-("threads").  ``-T json`` prints a list with one
-object per apply holding ``format``, ``files``, ``bytes``, ``seconds``,
-``ops`` and ``closer``.
+two rows: the time the writing threads spent closing or waiting for the
+closer ("waited"), and the time background threads spent closing
+("threads").  ``-T json`` prints a list with one object per apply holding
+``format``, ``files``, ``bytes``, ``seconds``, ``ops`` and ``closer``.
 
 The same report is printed after :hg:`clone --stream` and :hg:`unbundle` of
 a stream bundle when ``worker.backgroundclosereport`` asks for it.  It is

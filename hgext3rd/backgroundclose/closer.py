@@ -563,8 +563,9 @@ class Closer:
 
         ``data`` (bytes, with a descriptor only) is written into it first:
         by the C lane's thread if the lane takes the descriptor, else here.
-        ``name`` is used in the error if the write or close fails.  The file must not
-        be used by the caller after this call, even when it raises: the file
+        ``name`` is used in the error if the write or close fails.  The
+        file must not be used by the caller after this call, even when it
+        raises: the file
         is always closed or handed over first, then an earlier background
         failure is raised (on the owner thread only).  The one exception:
         an interrupt while a descriptor waits for room on the C lane leaves
@@ -579,11 +580,11 @@ class Closer:
                 raise
         if self._policy.background:
             self._submit(target, name, data)
-        elif data is not None:
-            self._write_here(target, name, data)
-            self._close_inline(target, name, self._clock(), False)
-            self._untimed = self._policy.sample_every - 1
-        elif self._untimed > 0 and threading.get_ident() == self._owner:
+        elif (
+            data is None
+            and self._untimed > 0
+            and threading.get_ident() == self._owner
+        ):
             # inline and not sampled: the path most files of a fast file
             # system take, so the shortest one
             self._untimed -= 1
@@ -595,6 +596,8 @@ class Closer:
             except Exception as exc:
                 raise FileError(name, exc) from exc
         else:
+            if data is not None:
+                self._write_here(target, name, data)
             self._close_inline(target, name, self._clock(), False)
             self._untimed = self._policy.sample_every - 1
         if self._laneused or self._raised < len(self._errors):

@@ -324,8 +324,9 @@ class DescriptorFile(_WithBlock):
     With ``hold`` (a stream's files, while the C lane takes descriptors:
     ``hold_limit()``), a file written in one piece of bytes of at most
     ``hold`` bytes is not written here: its bytes go to the closer with the
-    descriptor, and the lane's thread writes them before closing it.  The writing thread then only opens
-    files, and the write's system call runs on another core.  Nothing
+    descriptor, and the lane's thread writes them before closing it.  The
+    writing thread then only opens files, and the write's system call runs
+    on another core.  Nothing
     reads such a file before the stream's closes are done (core's rule
     for ``backgroundclosing``); ``flush()``, ``fileno()`` and a second
     write write them here first.

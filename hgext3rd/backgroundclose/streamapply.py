@@ -125,9 +125,9 @@ class ApplySession(sessionmod.Session):
         self._coreclose = False
         self._lastcore = None
         # whole files written by writer threads where opens wait
-        # (deferredwrite.py): their closer, once started
+        # (deferredwrite.py): their closer, once started.  Opens are
         # sampled whether the report is shown or not: the report times
-        # opens itself (_open_through), and the policy's CPU time costs
+        # them itself (_open_through), and the policy's CPU time costs
         # system calls
         self.writepolicy = policymod.WritePolicy(
             settings.writes(ui), sample=closermod.SAMPLE
