@@ -10,6 +10,7 @@ descriptor is closed on the spot; the file object must never flush what it
 still buffers afterwards, into whatever file has taken the number by then
 (in the command server, chg or TortoiseHg: any file of the process)."""
 
+import errno
 import gc
 import os
 import sys
@@ -63,15 +64,22 @@ def reuse_number(fd, tmp_path):
 
 
 def test_interrupted_flush_never_writes_into_a_reused_number(
-    session, tmp_path, monkeypatch
+    session, tmp_path
 ):
     revlog, fd = open_revlog(session, b'data/a.i')
     revlog.write(PAYLOAD)  # buffered: nothing reached the file yet
 
-    def interrupted(fp, name):
-        raise KeyboardInterrupt
+    class InterruptedAsItFlushes:
+        """the file object, with Ctrl-C landing as its close() begins
+        to flush"""
 
-    monkeypatch.setattr(closermod, 'flush_for_handover', interrupted)
+        def __init__(self, fp):
+            self.fp = fp
+
+        def close(self):
+            raise KeyboardInterrupt
+
+    revlog._fp = InterruptedAsItFlushes(revlog._fp)
     with pytest.raises(KeyboardInterrupt):
         revlog.close()
     assert fd not in session.files.fds
@@ -105,3 +113,21 @@ def test_a_revlog_closed_normally_keeps_its_bytes(session, tmp_path):
     session.finish(failing=False)
     assert session.files.fds == set() and session.files._files == {}
     assert session.rawvfs.read(b'data/c.i') == PAYLOAD
+
+
+def test_a_revlog_whose_last_bytes_cannot_be_written_names_itself(session):
+    # the disk fills up as the revlog's buffer is flushed on its way to
+    # the lane: the error names the file, and its descriptor is closed here
+    revlog, fd = open_revlog(session, b'data/d.i')
+    full = os.open('/dev/full', os.O_WRONLY)
+    os.dup2(full, fd)  # the revlog's number now writes into a full disk
+    os.close(full)
+    revlog.write(PAYLOAD)
+    with pytest.raises(closermod.FileError) as raised:
+        revlog.close()
+    assert (raised.value.name, raised.value.action) == (b'data/d.i', 'writing')
+    assert raised.value.error.errno == errno.ENOSPC
+    assert fd not in session.files.fds
+    with pytest.raises(OSError) as closed:
+        os.fstat(fd)
+    assert closed.value.errno == errno.EBADF

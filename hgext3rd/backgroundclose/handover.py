@@ -521,6 +521,11 @@ class HandedOverFile(_WithBlock):
             self.write = fp.write  # no wrapper in the way of each write
         elif not timed:
             self.write = self._write_counted
+        if fd is not None:
+            # a revlog seeks and tells at every write: bound once, here,
+            # instead of by __getattr__ on each new file
+            self.seek = fp.seek
+            self.tell = fp.tell
 
     def _write_counted(self, data):
         try:
@@ -575,13 +580,16 @@ class HandedOverFile(_WithBlock):
                     self._files.untrack(self)
         else:
             try:
-                closermod.flush_for_handover(fp, name)
-                fp.close()  # flushed already: only marks it closed
-            except BaseException:
+                # flushes into fd, which fp does not own, and marks fp
+                # closed even if the flush fails
+                fp.close()
+            except BaseException as exc:
                 # failed or interrupted while flushing: fp may still hold
                 # bytes, and must never write them after fd is closed
                 self._closed = True
                 self._files.discard(fd)
+                if isinstance(exc, OSError):
+                    raise closermod.FileError(name, exc, 'writing') from exc
                 raise
             self._closed = True
             # from here on fd alone: still in the owned set, for
