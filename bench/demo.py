@@ -62,6 +62,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     hg = os.path.abspath(args.hg)
     shim = os.path.abspath(args.shim)
+    common.byte_compile(hg, common.EXTENSION)
 
     with common.workdir(prefix='hg-backgroundclose-demo-') as (work, mounted):
         hgrc = os.path.join(work, 'hgrc')

@@ -500,6 +500,8 @@ def main(argv=None):
         if 'ext-before' not in configs:
             configs.append('ext-before')
     scaling = [int(n) for n in args.scaling.split(',') if n]
+    common.byte_compile(args.hg, common.EXTENSION,
+                        *([args.before] if args.before else []))
     started = time.time()
 
     with common.workdir(size=args.tmpfs_size) as (work, on_tmpfs):

@@ -200,10 +200,12 @@ def write_stream_files(repo, session, count, **options):
 
 
 def own_file(session):
-    """the type of the files the session opens itself: written straight
-    into their descriptors where the C module is built (the repositories
-    here ask for it)"""
-    if closermod.native_available():
+    """the type of the files the session opens itself while it closes
+    inline: written straight into their descriptors where the C module is
+    built (the repositories here ask for it) if the report times every
+    file; else core's file, behind a proxy that counts its bytes (a
+    DescriptorFile would wrap posixfile, and so every open left to core)"""
+    if session.timed and closermod.native_available():
         return handover.DescriptorFile
     return handover.HandedOverFile
 

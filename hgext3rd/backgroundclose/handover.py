@@ -91,6 +91,8 @@ class OwnedFiles:
         # while a vfs opens a file for open_through(direct=...): what makes
         # the DescriptorFile of a file opened 'wb'
         self._direct = None
+        # vfs -> what its join() puts before a relative name (see join())
+        self._prefixes = {}
 
     def takes_descriptors(self):
         """whether files are opened for the lane now: only once closes go
@@ -130,7 +132,7 @@ class OwnedFiles:
         # copy that breaks a hardlink), and those own their descriptors
         self._opened = None
         try:
-            self._path = vfs.join(path) if joined is None else joined
+            self._path = self.join(vfs, path) if joined is None else joined
             self._direct = direct
             fp = orig(vfs, path, mode, **kwargs)
         except BaseException:
@@ -152,6 +154,18 @@ class OwnedFiles:
                 made._armed = True
                 self._files[fd] = weakref.ref(made)
         return fp, fd
+
+    def join(self, vfs, path):
+        """``vfs.join(path)``, without its call for the relative names
+        the seams open: each is the vfs's prefix and the name.  Were it
+        ever not what the vfs opens, posixfile() would only leave that
+        open to core."""
+        if not path or path[:1] in (b'/', b'\\') or b':' in path:
+            return vfs.join(path)
+        prefix = self._prefixes.get(vfs)
+        if prefix is None:
+            prefix = self._prefixes[vfs] = vfs.join(b'x')[:-1]
+        return prefix + path
 
     def _open_raw(self, name, mode, buffering, flags):
         # like open(): mode 0o666 less the umask, not inherited by child

@@ -73,13 +73,6 @@ class RevlogSession(sessionmod.Session):
             return joined[len(self._prefix) :]
         return None
 
-    def join(self, path):
-        """``rawvfs.join(path)`` for the relative names revlogs open,
-        without its call; None for any other name (the vfs joins it)"""
-        if not path or path[:1] in (b'/', b'\\') or b':' in path:
-            return None
-        return self._prefix + path
-
     def wait_for(self, joined):
         """wait until no close of the file at ``joined`` is pending"""
         closer = self.closer
@@ -142,9 +135,7 @@ def vfsopen(session, orig, self, path, mode=b'rb', *args, **kwargs):
         # checkambig: core's wrapper stats the file by name as it closes
         fp, fd = orig(self, path, mode, *args, **kwargs), None
     else:
-        fp, fd = session.files.open_through(
-            orig, self, path, mode, kwargs, joined=session.join(path)
-        )
+        fp, fd = session.files.open_through(orig, self, path, mode, kwargs)
     return handover.HandedOverFile(
         fp, closer, path, fd, session.files, onclose=session.closed_one
     )

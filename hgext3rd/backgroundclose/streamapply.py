@@ -583,13 +583,16 @@ class ApplySession(sessionmod.Session):
         files = self.files
         while True:
             try:
-                if files.writes_direct() or self.timed:
+                if self.timed or files.takes_descriptors():
                     fp, fd, writestat = self._open_through(
                         orig, vfs, path, mode, kwargs
                     )
                 else:
-                    # no C module, no report: core's file, closed by the
-                    # closer
+                    # closed inline (a sample), or no C module, and no
+                    # report: core's file, closed by the closer.  A
+                    # DescriptorFile costs less, but would wrap posixfile
+                    # for the rest of the apply, and so each open left to
+                    # core (with the report, none is)
                     fp = orig(vfs, path, mode, **kwargs)
                     fd, writestat = None, self.writes
                 break

@@ -91,7 +91,7 @@ class WorkingCopyCloser(sessionmod.Session):
 
     def open(self, orig, vfs, path, mode, kwargs):
         """open a file update writes, its descriptor for the lane"""
-        joined = vfs.join(path)
+        joined = self.files.join(vfs, path)
         fp, fd = self.files.open_through(
             orig, vfs, path, mode, kwargs, joined, self._descriptor_file
         )
