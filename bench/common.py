@@ -100,14 +100,27 @@ def byte_compile(hg, *packages):
     no .pyc files, and where none can be written (PYTHONDONTWRITEBYTECODE,
     a read-only tree) every hg command would compile the extension again:
     some 20 ms a process that an installed extension never costs."""
-    with open(hg, 'rb') as fp:
-        first = fp.readline()
-    python = first[2:].strip().decode() if first.startswith(b'#!') else ''
-    if not python or not os.path.exists(python):
-        python = sys.executable
+    python = script_python(hg)
     for package in packages:
-        subprocess.run([python, '-m', 'compileall', '-q', package],
-                       check=True)
+        if subprocess.call([python, '-m', 'compileall', '-q', package]):
+            print('warning: could not byte-compile %s: each hg command '
+                  'compiles it again' % package)
+
+
+def script_python(script):
+    """the Python a console script such as hg runs with: its #! line's, or
+    this one if that is not a Python (pip's /bin/sh launcher for long
+    paths, env)"""
+    with open(script, 'rb') as fp:
+        first = fp.readline()
+    words = first[2:].split() if first.startswith(b'#!') else []
+    if words and os.path.basename(words[0]) == b'env':
+        words = words[1:]
+    if words and os.path.basename(words[0]).startswith(b'python'):
+        found = shutil.which(os.fsdecode(words[0]))
+        if found:
+            return found
+    return sys.executable
 
 
 def freeport():

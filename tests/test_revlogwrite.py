@@ -115,6 +115,9 @@ def test_a_revlog_closed_normally_keeps_its_bytes(session, tmp_path):
     assert session.rawvfs.read(b'data/c.i') == PAYLOAD
 
 
+@pytest.mark.skipif(
+    not os.path.exists('/dev/full'), reason='needs /dev/full (a full disk)'
+)
 def test_a_revlog_whose_last_bytes_cannot_be_written_names_itself(session):
     # the disk fills up as the revlog's buffer is flushed on its way to
     # the lane: the error names the file, and its descriptor is closed here

@@ -200,12 +200,10 @@ def write_stream_files(repo, session, count, **options):
 
 
 def own_file(session):
-    """the type of the files the session opens itself while it closes
-    inline: written straight into their descriptors where the C module is
-    built (the repositories here ask for it) if the report times every
-    file; else core's file, behind a proxy that counts its bytes (a
-    DescriptorFile would wrap posixfile, and so every open left to core)"""
-    if session.timed and closermod.native_available():
+    """the type of the files the session opens itself where it leaves
+    none to core: written straight into their descriptors where the C
+    module is built (the repositories here ask for it)"""
+    if closermod.native_available():
         return handover.DescriptorFile
     return handover.HandedOverFile
 
@@ -227,7 +225,9 @@ def test_a_stream_apply_leaves_files_to_core_while_closes_are_cheap(
         repo, b'v1', expectedbytes=stream_bytes(count)
     )
     kinds = write_stream_files(repo, session, count, **options)
-    own = own_file(session)
+    # a sample is core's file behind the session's proxy: a DescriptorFile
+    # would wrap posixfile, and so cost each open left to core a call
+    own = handover.HandedOverFile
     assert kinds[:sample] == [own] * sample
     assert not {handover.DescriptorFile, handover.HandedOverFile} & set(
         kinds[sample : sample + skip]

@@ -108,6 +108,11 @@ class OwnedFiles:
         the C module is built"""
         return self._native
 
+    def wraps_posixfile(self):
+        """whether util.posixfile is wrapped for the lane (by the first
+        open_through() that opened a file for it, until unwrap())"""
+        return self._seam is not None
+
     def open_through(self, orig, vfs, path, mode, kwargs, joined=None,
                      direct=None):
         """``orig(vfs, path, mode, **kwargs)``, core's vfs open, with the
@@ -598,8 +603,10 @@ class HandedOverFile(_WithBlock):
                 # closed even if the flush fails
                 fp.close()
             except BaseException as exc:
-                # failed or interrupted while flushing: fp may still hold
-                # bytes, and must never write them after fd is closed
+                # failed or interrupted while flushing: fp is closed, and
+                # marked so again before fd is closed (discard), which
+                # would also keep a file object that held on to its bytes
+                # from ever writing them into another file
                 self._closed = True
                 self._files.discard(fd)
                 if isinstance(exc, OSError):

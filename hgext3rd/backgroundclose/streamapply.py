@@ -18,7 +18,8 @@ three small wrappers, all of which do nothing when no session is active:
   (stream v1; v3; v2 before Mercurial 7.0) come back as the session's own
   files, whose writes are counted (timed for a report) and whose close goes
   to the session's closer (handover.py).  Where the C module is built they
-  are written straight into their descriptors, which the lane closes.
+  are written straight into their descriptors, which the lane closes
+  (but a sample while closes are cheap: see ``_open_here``).
   Opening itself is core's: path audit, store encoding and file modes are
   untouched.
 - ``streamclone._write_files`` (Mercurial 7.0 and later, stream v2): the
@@ -569,7 +570,8 @@ class ApplySession(sessionmod.Session):
     def _open_here(self, orig, vfs, path, mode, kwargs):
         """open a file the stream writes on this thread, its writes
         counted: a DescriptorFile where the C module is built, else a
-        HandedOverFile over core's file (handover.py)
+        HandedOverFile over core's file (handover.py); the latter too for
+        a sample while files are left to core (``_leaves_opens``)
 
         Its parent directories are made here (directories.py), each once:
         core's open is told not to."""
@@ -583,16 +585,17 @@ class ApplySession(sessionmod.Session):
         files = self.files
         while True:
             try:
-                if self.timed or files.takes_descriptors():
+                if (
+                    self.timed
+                    or files.takes_descriptors()
+                    or (files.writes_direct() and not self._leaves_opens())
+                ):
                     fp, fd, writestat = self._open_through(
                         orig, vfs, path, mode, kwargs
                     )
                 else:
-                    # closed inline (a sample), or no C module, and no
-                    # report: core's file, closed by the closer.  A
-                    # DescriptorFile costs less, but would wrap posixfile
-                    # for the rest of the apply, and so each open left to
-                    # core (with the report, none is)
+                    # a sample while opens are left to core, or no C
+                    # module: core's file, closed by the closer
                     fp = orig(vfs, path, mode, **kwargs)
                     fd, writestat = None, self.writes
                 break
@@ -618,6 +621,13 @@ class ApplySession(sessionmod.Session):
             fp, self.closer, name, fd, files, writestat,
             onclose=self.closed_one, timed=self.timed,
         )
+
+    def _leaves_opens(self):
+        """whether files may be left to core while posixfile is not
+        wrapped: a DescriptorFile costs less than core's file, but would
+        wrap posixfile for the rest of the apply, and so cost each open
+        left to core a call"""
+        return not self.files.wraps_posixfile() and self.may_skip()
 
     def _make_parents(self, vfs, path, mode, dirname, kwargs):
         if kwargs.get('auditpath', True):
