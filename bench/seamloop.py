@@ -21,6 +21,12 @@ inline), ``background`` (closes on threads: the C lane where built); with
 ``-report``, the same with the timing report shown, which times every file
 (``inline-report``, ``background-report``; debugapplystreamclonebundle
 always shows it).
+
+``--seam revlog`` times a changegroup step's path instead: for each new
+file revlog, what core's revlog does through the store's vfs (a read open
+that fails, an ``r+`` open that fails, a ``w+`` open registered with the
+transaction, seek, write, tell, close), inside a changegroup session
+(``-report`` modes do not apply).
 """
 
 import argparse
@@ -43,7 +49,7 @@ MODES = {
 }
 
 
-def run(mode, root, count, size):
+def run(mode, root, count, size, seam='stream'):
     ui = uimod.ui.load()
     ui.setconfig(b'extensions', b'backgroundclose', b'', b'seamloop')
     # every file through the session: no writer threads, and the closer
@@ -57,6 +63,8 @@ def run(mode, root, count, size):
         ui.pushbuffer()
     extensions.loadall(ui)
     extensions.populateui(ui)
+    if seam == 'revlog':
+        return run_revlogs(mode, ui, root, count, size)
     from hgext3rd.backgroundclose import streamapply
 
     shutil.rmtree(root, ignore_errors=True)
@@ -85,6 +93,42 @@ def run(mode, root, count, size):
     return took
 
 
+def run_revlogs(mode, ui, root, count, size):
+    from hgext3rd.backgroundclose import revlogwrite
+
+    shutil.rmtree(root, ignore_errors=True)
+    repo = hg.repository(ui, root, create=True)
+    data = b'x' * size
+    names = [b'data/d%d/f%d.i' % (i // 2, i) for i in range(count)]
+    svfs = repo.svfs
+
+    def step(tr):
+        for name in names:
+            try:
+                svfs(name, b'rb')  # the revlog's index, not there yet
+            except FileNotFoundError:
+                pass
+            try:
+                fp = svfs(name, b'r+', checkambig=False)
+            except FileNotFoundError:
+                fp = svfs(name, b'w+')
+            tr.add(name, 0)
+            fp.seek(0, os.SEEK_END)
+            fp.write(data)
+            fp.tell()
+            fp.close()
+
+    with repo.lock(), repo.transaction(b'seamloop') as tr:
+        start = time.perf_counter()
+        if mode == 'core':
+            step(tr)
+        else:
+            session = revlogwrite.RevlogSession(repo, count)
+            session.run(repo.store.rawvfs, revlogwrite._SESSION_SEAMS, step,
+                        (tr,), {})
+        return (time.perf_counter() - start) / count * 1e6
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('dir')
@@ -92,16 +136,20 @@ def main():
     parser.add_argument('--size', type=int, default=700,
                         help='bytes per file')
     parser.add_argument('--runs', type=int, default=3)
-    parser.add_argument('--modes', default=','.join(MODES))
+    parser.add_argument('--modes', default=None)
+    parser.add_argument('--seam', choices=('stream', 'revlog'),
+                        default='stream')
     args = parser.parse_args()
-    modes = args.modes.split(',')
+    known = [m for m in MODES
+             if args.seam == 'stream' or not m.endswith('-report')]
+    modes = args.modes.split(',') if args.modes else known
     best = {mode: None for mode in modes}
     for _ in range(args.runs):
         for mode in modes:
-            if mode not in MODES:
+            if mode not in known:
                 parser.error('unknown mode %r' % mode)
             root = os.fsencode(os.path.join(args.dir, mode))
-            took = run(mode, root, args.files, args.size)
+            took = run(mode, root, args.files, args.size, args.seam)
             if best[mode] is None or took < best[mode]:
                 best[mode] = took
     for mode in modes:
