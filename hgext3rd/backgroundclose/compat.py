@@ -177,3 +177,12 @@ def open_path(ui, path):
 
         opener = hg.openpath
     return opener(ui, path)
+
+
+def vfs_base(vfs):
+    """the directory ``vfs`` opens files in.  A proxy vfs (the store's
+    fncache vfs, on which stream v2 prepares its files) has it as an
+    attribute of its own only from Mercurial 7.2 on; before, its vfs's"""
+    while not hasattr(vfs, 'base') and hasattr(vfs, 'vfs'):
+        vfs = vfs.vfs
+    return vfs.base

@@ -684,7 +684,7 @@ class ApplySession(sessionmod.Session):
         # directory may run in either order (one made by core before the
         # writers started costs a mkdir that finds it)
         dirname = os.path.normpath(os.path.dirname(real))
-        base = os.path.normpath(vfs.base)
+        base = os.path.normpath(compat.vfs_base(vfs))
         if not dirname.startswith(base + b'/'):
             return  # not below the vfs's base: left to core
         # core's own spelling of it, which it looks up
