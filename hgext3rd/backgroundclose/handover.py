@@ -91,7 +91,7 @@ class OwnedFiles:
         # while a vfs opens a file for open_through(direct=...): what makes
         # the DescriptorFile of a file opened 'wb'
         self._direct = None
-        # vfs -> what its join() puts before a relative name (see join())
+        # vfs -> what its join() puts before a relative name (prefix())
         self._prefixes = {}
 
     def takes_descriptors(self):
@@ -167,10 +167,14 @@ class OwnedFiles:
         open to core."""
         if not path or path[:1] in (b'/', b'\\') or b':' in path:
             return vfs.join(path)
+        return self.prefix(vfs) + path
+
+    def prefix(self, vfs):
+        """what ``vfs.join()`` puts before a relative name"""
         prefix = self._prefixes.get(vfs)
         if prefix is None:
             prefix = self._prefixes[vfs] = vfs.join(b'x')[:-1]
-        return prefix + path
+        return prefix
 
     def _open_raw(self, name, mode, buffering, flags):
         # like open(): mode 0o666 less the umask, not inherited by child

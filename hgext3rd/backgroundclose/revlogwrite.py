@@ -64,7 +64,7 @@ class RevlogSession(sessionmod.Session):
         # through the store's raw vfs: the session watches that one, and
         # names files as that vfs is given them (relative to the store)
         self.rawvfs = repo.store.rawvfs
-        self._prefix = self.rawvfs.join(b'x')[:-1]
+        self._prefix = self.files.prefix(self.rawvfs)
 
     def name_of(self, joined):
         """the name of the store file at ``joined`` (as a vfs joined it),
