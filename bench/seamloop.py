@@ -42,8 +42,10 @@ from mercurial import extensions, hg, ui as uimod  # noqa: E402
 
 MODES = {
     'core': None,
+    'adaptive': None,
     'inline': b'no',
     'background': b'yes',
+    'adaptive-report': None,
     'inline-report': b'no',
     'background-report': b'yes',
 }

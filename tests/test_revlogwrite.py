@@ -106,6 +106,41 @@ def test_leftovers_of_a_failed_step_never_write_into_a_reused_number(
     assert other.read_bytes() == b''
 
 
+@pytest.mark.parametrize(
+    'mode',
+    # what core's vfs passes (it adds the b), and other spellings open() takes
+    [b'r+b', b'wb', b'w+b', b'ab', b'a+b', b'rb+', b'bw', 'r+b', 'wb+', 'ba+'],
+)
+def test_every_spelling_of_a_mode_opens_as_open_would(session, tmp_path, mode):
+    """a file opened for the lane, whatever the spelling of its mode (str
+    or bytes, ``b`` anywhere), ends up as open() with that mode leaves it"""
+    name = b'data/modes.i'
+    path = session.rawvfs.join(name)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    reference = tmp_path / 'reference'
+    for target in (path, reference):
+        with open(target, 'wb') as fp:
+            fp.write(b'bytes already there\n')
+
+    def vfsopen(vfs, name, mode):
+        return handover.posixfile(session.files, open, vfs.join(name), mode)
+
+    fp, fd = session.files.open_through(
+        vfsopen, session.rawvfs, name, mode, {}, path
+    )
+    assert fd is not None  # opened for the lane, not left to open()
+    revlog = handover.HandedOverFile(
+        fp, session.closer, name, fd, session.files
+    )
+    revlog.write(b'appended\n')
+    revlog.close()
+    session.finish(failing=False)
+    strmode = mode.decode('ascii') if isinstance(mode, bytes) else mode
+    with open(reference, strmode) as fp:
+        fp.write(b'appended\n')
+    assert session.rawvfs.read(name) == reference.read_bytes()
+
+
 def test_a_revlog_closed_normally_keeps_its_bytes(session, tmp_path):
     revlog, fd = open_revlog(session, b'data/c.i')
     revlog.write(PAYLOAD)
@@ -134,3 +169,72 @@ def test_a_revlog_whose_last_bytes_cannot_be_written_names_itself(session):
     with pytest.raises(OSError) as closed:
         os.fstat(fd)
     assert closed.value.errno == errno.EBADF
+
+
+def _new_revlog_opens(session, step):
+    """run ``step(vfs)`` in ``session``, the vfs seams in place: which
+    opens went through ``files.open_through`` (for the lane), by mode"""
+    through = []
+    real = session.files.open_through
+
+    def spy(orig, vfs, path, mode, kwargs, *args, **kw):
+        through.append(mode)
+        return real(orig, vfs, path, mode, kwargs, *args, **kw)
+
+    session.files.open_through = spy
+    session.run(session.rawvfs, revlogwrite._SESSION_SEAMS, step,
+                (session.rawvfs,), {})
+    return through
+
+
+def test_a_new_revlog_fails_r_plus_through_core_then_goes_to_the_lane(
+    lanerepo
+):
+    # what a revlog does for a file new to the store: its index is read,
+    # then opened r+ (which fails again), then w+
+    session = revlogwrite.RevlogSession(lanerepo)
+    fds = []
+
+    def step(vfs):
+        with pytest.raises(FileNotFoundError):
+            vfs(b'data/new.i')
+        with pytest.raises(FileNotFoundError):
+            vfs(b'data/new.i', b'r+')
+        fp = vfs(b'data/new.i', b'w+')
+        fds.append(fp._fd)
+        fp.write(PAYLOAD)
+        fp.close()
+
+    assert _new_revlog_opens(session, step) == [b'w+']
+    assert fds[0] is not None  # the lane's
+    assert session.rawvfs.read(b'data/new.i') == PAYLOAD
+
+
+def test_a_revlog_missing_then_made_meanwhile_is_appended_through_core(
+    lanerepo
+):
+    session = revlogwrite.RevlogSession(lanerepo)
+    fds = []
+
+    def step(vfs):
+        with pytest.raises(FileNotFoundError):
+            vfs(b'data/late.i')
+        # made by someone else in between: core's r+ open finds it
+        os.makedirs(vfs.join(b'data'), exist_ok=True)
+        with open(vfs.join(b'data/late.i'), 'wb') as fp:
+            fp.write(b'first\n')
+        fp = vfs(b'data/late.i', b'r+')
+        fds.append(fp._fd)
+        fp.seek(0, os.SEEK_END)
+        fp.write(b'second\n')
+        fp.close()
+        # the next r+ of it is the lane's again
+        fp = vfs(b'data/late.i', b'r+')
+        fds.append(fp._fd)
+        fp.seek(0, os.SEEK_END)
+        fp.write(b'third\n')
+        fp.close()
+
+    assert _new_revlog_opens(session, step) == [b'r+']
+    assert fds[0] is None and fds[1] is not None
+    assert session.rawvfs.read(b'data/late.i') == b'first\nsecond\nthird\n'

@@ -748,9 +748,13 @@ class Closer:
         raises, ``fd`` was either handed over or is still the caller's (and
         in ``owned``): never closed twice."""
         with self._lock:
-            if self._policy.take_probe():
+            policy = self._policy
+            if policy.take_probe():
                 return _PROBE
-            self._account_locked()
+            # _account_locked(), on the path of every file handed over
+            interval = policy.account()
+            if interval is not None:
+                self._grow_locked(interval)
         # from here on, the lane may hold failures to raise
         self._laneused = True
         lane = self._lane

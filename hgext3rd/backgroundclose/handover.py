@@ -63,6 +63,28 @@ _FLAGS = {
     'r+': os.O_RDWR,
 }
 
+
+def _open_modes():
+    """every spelling of those modes posixfile() may be given (str or
+    bytes, ``b`` anywhere) -> (the str mode, its flags): one lookup an
+    open, for the revlog opens of a changegroup"""
+    modes = {}
+    for base, flags in _FLAGS.items():
+        for spelling in (
+            base,
+            base + 'b',
+            'b' + base,
+            base[0] + 'b' + base[1:],
+        ):
+            modes[spelling] = modes[spelling.encode('ascii')] = (
+                spelling,
+                flags,
+            )
+    return modes
+
+
+_OPEN_MODES = _open_modes()
+
 class OwnedFiles:
     """one session's descriptors opened for the lane and not handed over
     yet (``closer.owned``), and the file object over each"""
@@ -125,8 +147,10 @@ class OwnedFiles:
         ``direct(fd, name)``, if given, makes the DescriptorFile the vfs
         returns for a file opened ``'wb'``; fp is then that DescriptorFile
         (the caller wraps nothing around it)."""
-        if not self.takes_descriptors() and (
-            direct is None or not self.writes_direct()
+        # takes_descriptors(), or direct and writes_direct(), read in place:
+        # this runs for every file opened
+        if not self._native or (
+            direct is None and not self._decisions.background
         ):
             return orig(vfs, path, mode, **kwargs), None
         if self._seam is None:
@@ -167,7 +191,10 @@ class OwnedFiles:
         open to core."""
         if not path or path[:1] in (b'/', b'\\') or b':' in path:
             return vfs.join(path)
-        return self.prefix(vfs) + path
+        prefix = self._prefixes.get(vfs)
+        if prefix is None:
+            prefix = self.prefix(vfs)
+        return prefix + path
 
     def prefix(self, vfs):
         """what ``vfs.join()`` puts before a relative name"""
@@ -179,7 +206,7 @@ class OwnedFiles:
     def _open_raw(self, name, mode, buffering, flags):
         # like open(): mode 0o666 less the umask, not inherited by child
         # processes; into ``owned`` in the same step
-        fd = self.closer.open_owned(name, flags, 0o666)
+        fd = closermod.open_owned(name, flags, self.closer.owned)
         if self._direct is not None and mode == 'wb':
             # from here on open_through's failing path closes fd, and
             # nothing else: the file is made with its finalizer unarmed,
@@ -287,11 +314,10 @@ def posixfile(files, orig, name, mode=b'r', buffering=-1, *args, **kwargs):
         or kwargs
     ):
         return orig(name, mode, buffering, *args, **kwargs)
-    strmode = mode.decode('ascii') if isinstance(mode, bytes) else mode
-    flags = _FLAGS.get(strmode.replace('b', ''))
-    if flags is None:
+    known = _OPEN_MODES.get(mode)
+    if known is None:
         return orig(name, mode, buffering)
-    return files._open_raw(name, strmode, buffering, flags)
+    return files._open_raw(name, known[0], buffering, known[1])
 
 
 # wrapped by OwnedFiles.open_through() once files are opened for the lane

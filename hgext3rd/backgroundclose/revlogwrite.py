@@ -65,6 +65,8 @@ class RevlogSession(sessionmod.Session):
         # names files as that vfs is given them (relative to the store)
         self.rawvfs = repo.store.rawvfs
         self._prefix = self.files.prefix(self.rawvfs)
+        # the store file whose read open just failed (see vfsopen)
+        self.missing = None
 
     def name_of(self, joined):
         """the name of the store file at ``joined`` (as a vfs joined it),
@@ -118,21 +120,34 @@ def _expected_files(args, kwargs):
 
 
 def vfsopen(session, orig, self, path, mode=b'rb', *args, **kwargs):
-    if not session.usable() or self is not session.rawvfs:
+    if self is not session.rawvfs or not session.usable():
         return orig(self, path, mode, *args, **kwargs)
-    if session.leave_to_core():
+    if session.skipping and session.leave_to_core():
         # closes are cheap and none is pending
         return orig(self, path, mode, *args, **kwargs)
     closer = session.closer
     closer.wait_for(path)
-    if (
-        mode in (b'r', b'rb')
-        or kwargs.get('atomictemp')  # its close renames: keep it here
-        or (args and args[0])  # atomictemp passed by position
-    ):
+    if mode in (b'r', b'rb'):
+        try:
+            return orig(self, path, mode, *args, **kwargs)
+        except FileNotFoundError:
+            # a new revlog: its index is read first, then opened 'r+',
+            # which fails as well, then 'w+'
+            session.missing = path
+            raise
+    missing, session.missing = session.missing, None
+    if kwargs.get('atomictemp') or (args and args[0]):
+        # atomictemp (by name or position): its close renames, keep it here
         return orig(self, path, mode, *args, **kwargs)
-    if kwargs.get('checkambig') or args:
-        # checkambig: core's wrapper stats the file by name as it closes
+    if (
+        kwargs.get('checkambig')
+        or args
+        or (path == missing and mode[:2] == b'r+')
+    ):
+        # checkambig: core's wrapper stats the file by name as it closes.
+        # A file just found missing: the open most likely fails again, at
+        # less cost through core alone (should it succeed, the file
+        # object is closed here, as a checkambig one is)
         fp, fd = orig(self, path, mode, *args, **kwargs), None
     else:
         fp, fd = session.files.open_through(orig, self, path, mode, kwargs)
