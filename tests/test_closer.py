@@ -755,6 +755,37 @@ def test_a_forked_child_inherits_no_live_closer(tracknames):
     assert len(closed) == 20 * 12
 
 
+@pytest.mark.skipif(
+    not hasattr(os, 'fork') or not closermod.native_available(),
+    reason='needs os.fork and the C lane',
+)
+def test_a_forked_child_closes_here_what_the_parent_closed_on_the_lane(
+    tmp_path
+):
+    # the parent handed descriptors to the lane; the child has none of its
+    # threads, and closes its own files on the spot
+    closer = Closer(policy=closermod.BACKGROUND, native=True, owned=set(),
+                    fdroom=None)
+    assert closer.native
+    fd = os.open(str(tmp_path / 'parent'), os.O_WRONLY | os.O_CREAT)
+    closer.close(fd, b'parent')
+    pid = os.fork()
+    if pid == 0:  # the child: any exception or hang is a failure
+        status = 1
+        try:
+            mine = os.open(str(tmp_path / 'child'), os.O_WRONLY | os.O_CREAT)
+            closer.close(mine, b'child')
+            try:
+                os.fstat(mine)
+                status = 2  # left open
+            except OSError:
+                status = 0
+        finally:
+            os._exit(status)
+    assert child_exit(pid) == 0
+    closer.finish()
+
+
 def test_a_thread_interrupted_in_its_start_is_still_waited_for(monkeypatch):
     # Thread.start() makes the thread, then waits for it to run: a Ctrl-C
     # there leaves a running worker that finishing must still wait for

@@ -600,7 +600,9 @@ class Closer:
                 self._write_here(target, name, data)
             self._close_inline(target, name, self._clock(), False)
             self._untimed = self._policy.sample_every - 1
-        if self._laneused or self._raised < len(self._errors):
+        if (
+            self._laneused and self._lane.failed != self._lanefailures
+        ) or self._raised < len(self._errors):
             self.raise_failure()
 
     def start(self):
@@ -1272,6 +1274,7 @@ class Closer:
             self._queuednames = {}
         # the lane's threads and mutex are the parent's too
         self._lane = None
+        self._laneused = False
         self._latesttokens = None
 
     def __enter__(self):

@@ -145,6 +145,7 @@ class ApplySession(sessionmod.Session):
         )
         # what the main thread wrote
         self.writes = self.book.mine()['write']
+        self.opens = self.book.mine()['open']  # timed for the report
         self.directories = directories.Directories(self.timed)
         # what the stream may write into, as it was: stream clones only go
         # into empty repositories, so this is a handful of entries
@@ -650,7 +651,7 @@ class ApplySession(sessionmod.Session):
             orig, vfs, path, mode, kwargs, direct=self._descriptor_file
         )
         if start is not None:
-            self.book.mine()['open'].add(util.timer() - start)
+            self.opens.add(util.timer() - start)
         return fp, fd, self.writes
 
     def _descriptor_file(self, fd, name):
@@ -658,10 +659,14 @@ class ApplySession(sessionmod.Session):
         small one is written by the lane's thread while the lane takes
         descriptors (nothing reads a stream's files before its closes
         are done)"""
+        files = self.files
         return handover.DescriptorFile(
-            fd, name, self.closer, self.files, self.writes,
+            fd, name, self.closer, files, self.writes,
             onclose=self.closed_one, timed=self.timed,
-            hold=self._hold_limit(),
+            # _hold_limit(), read in place: this runs for every file
+            hold=0
+            if self.writers is not None or not files.takes_descriptors()
+            else handover.hold_limit(self.closer.maxqueue),
         )
 
     def _hold_limit(self):
@@ -1051,7 +1056,9 @@ def _streamed(session, rawvfs, mode, args, kwargs):
     (such a file is written once, and closed before the context, and so
     the transaction, ends)"""
     return (
-        session.usable()
+        # session.usable(), read in place: this runs for every open
+        session.running
+        and threading.get_ident() == session.thread
         and not args
         and mode in (b'w', b'wb')
         and not kwargs.get('atomictemp')
@@ -1064,7 +1071,7 @@ def _streamed(session, rawvfs, mode, args, kwargs):
 def vfsopen(session, orig, self, path, mode=b'rb', *args, **kwargs):
     if not _streamed(session, self, mode, args, kwargs):
         return orig(self, path, mode, *args, **kwargs)
-    if session.leave_to_core():
+    if session.skipping and session.leave_to_core():
         session.leave_open_to_core(
             self, path, bool(kwargs.get('backgroundclose'))
         )
