@@ -769,6 +769,7 @@ def test_a_forked_child_closes_here_what_the_parent_closed_on_the_lane(
     assert closer.native
     fd = os.open(str(tmp_path / 'parent'), os.O_WRONLY | os.O_CREAT)
     closer.close(fd, b'parent')
+    assert closer._laneused  # handed to the lane, not closed inline
     pid = os.fork()
     if pid == 0:  # the child: any exception or hang is a failure
         status = 1

@@ -132,13 +132,33 @@ def test_every_spelling_of_a_mode_opens_as_open_would(session, tmp_path, mode):
     revlog = handover.HandedOverFile(
         fp, session.closer, name, fd, session.files
     )
-    revlog.write(b'appended\n')
+    strmode = mode.decode('ascii') if isinstance(mode, bytes) else mode
+    with open(reference, strmode) as ref:
+        revlog.write(b'appended\n')
+        ref.write(b'appended\n')
+        if '+' in strmode:  # readable too: what open() reads back
+            revlog.seek(0)
+            ref.seek(0)
+            assert revlog.read() == ref.read()
     revlog.close()
     session.finish(failing=False)
-    strmode = mode.decode('ascii') if isinstance(mode, bytes) else mode
-    with open(reference, strmode) as fp:
-        fp.write(b'appended\n')
     assert session.rawvfs.read(name) == reference.read_bytes()
+
+
+@pytest.mark.parametrize('mode', [b'rb', 'rb', b'r', b'xb', 'wt', b'+w'])
+def test_other_modes_are_left_to_open(session, tmp_path, mode):
+    """modes the lane does not take (reads, exclusive creation, text):
+    the posixfile seam leaves them to the function it wraps"""
+    name = str(tmp_path / 'other').encode()
+    session.files._path = name  # as during open_through()
+    try:
+        result = handover.posixfile(
+            session.files, lambda *args: ('open()', args), name, mode
+        )
+    finally:
+        session.files._path = None
+    assert result == ('open()', (name, mode, -1))
+    assert session.files.fds == set()
 
 
 def test_a_revlog_closed_normally_keeps_its_bytes(session, tmp_path):

@@ -64,10 +64,12 @@ _FLAGS = {
 }
 
 
-def _open_modes():
-    """every spelling of those modes posixfile() may be given (str or
-    bytes, ``b`` anywhere) -> (the str mode, its flags): one lookup an
-    open, for the revlog opens of a changegroup"""
+def _open_modes(kind):
+    """every spelling of those modes posixfile() may be given (``kind``:
+    str or bytes, ``b`` anywhere) -> (the str mode, its flags): one lookup
+    an open, for the revlog opens of a changegroup.  A table per kind: a
+    str and a bytes key of equal hash would be compared on each lookup
+    (and warn under ``python -b``)."""
     modes = {}
     for base, flags in _FLAGS.items():
         for spelling in (
@@ -76,14 +78,12 @@ def _open_modes():
             'b' + base,
             base[0] + 'b' + base[1:],
         ):
-            modes[spelling] = modes[spelling.encode('ascii')] = (
-                spelling,
-                flags,
-            )
+            key = spelling if kind is str else spelling.encode('ascii')
+            modes[key] = (spelling, flags)
     return modes
 
 
-_OPEN_MODES = _open_modes()
+_OPEN_MODES = {str: _open_modes(str), bytes: _open_modes(bytes)}
 
 class OwnedFiles:
     """one session's descriptors opened for the lane and not handed over
@@ -314,7 +314,8 @@ def posixfile(files, orig, name, mode=b'r', buffering=-1, *args, **kwargs):
         or kwargs
     ):
         return orig(name, mode, buffering, *args, **kwargs)
-    known = _OPEN_MODES.get(mode)
+    table = _OPEN_MODES.get(type(mode))
+    known = None if table is None else table.get(mode)
     if known is None:
         return orig(name, mode, buffering)
     return files._open_raw(name, known[0], buffering, known[1])
