@@ -25,7 +25,7 @@ UNSUPPORTED ?= 6.4.5
 	test-unsupported test-python soak soak-interrupts test-upstream \
 	test-upstream-oldest \
 	test-upstream-ci realfs-deps \
-	bench bench-all bench-realfs bench-full bench-cg bench-releases
+	bench bench-all bench-realfs bench-full bench-cg bench-releases bench-count
 
 all: test
 
@@ -224,6 +224,12 @@ bench-cg: $(STAMP) $(SHIM)
 		--operations cg-unbundle,update \
 		--configs core,core-bgclose,ext-adaptive,ext-forced,ext-python \
 		--scaling ''
+
+# the seams' instructions a file above core's (callgrind; installs valgrind
+# with apt-get where missing): a few minutes.  BEFORE=DIR counts a checkout
+# too
+bench-count: $(STAMP)
+	$(BIN)/python bench/countloop.py $(if $(BEFORE),--before $(BEFORE))
 
 # one row per release: hg clone --stream at 0 and 700 us, core and extension
 bench-releases: $(SHIM)
