@@ -16,11 +16,13 @@ best run is printed in microseconds per file.
 
     python bench/seamloop.py --files 20000 /tmp/mbt/seamloop
 
-Modes: ``core`` (no session), ``inline`` (the session's own path, closes
-inline), ``background`` (closes on threads: the C lane where built); with
+Modes: ``core`` (no session), ``adaptive`` (the session with the default
+policy, which leaves most files to core while closes are cheap),
+``inline`` (the session's own path, closes inline), ``background`` (closes
+on threads: the C lane where built); with
 ``-report``, the same with the timing report shown, which times every file
-(``inline-report``, ``background-report``; debugapplystreamclonebundle
-always shows it).
+(``adaptive-report``, ``inline-report``, ``background-report``;
+debugapplystreamclonebundle always shows it).
 
 ``--seam revlog`` times a changegroup step's path instead: for each new
 file revlog, what core's revlog does through the store's vfs (a read open
