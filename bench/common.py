@@ -94,6 +94,21 @@ def timed(cmd, env, cwd=None, stdout=subprocess.DEVNULL):
     return seconds, usage.ru_maxrss, out
 
 
+def apt_install(packages):
+    """install Debian ``packages`` with apt-get; if that fails, update its
+    package lists and try once more.  False where that can't be (not root,
+    no apt-get) or it failed; the caller checks what it needs afterwards."""
+    if os.geteuid() != 0 or not shutil.which('apt-get'):
+        return False
+    env = dict(os.environ, DEBIAN_FRONTEND='noninteractive')
+    quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    command = ['apt-get', 'install', '-y', '-qq'] + list(packages)
+    if subprocess.call(command, env=env, **quiet) == 0:
+        return True
+    subprocess.call(['apt-get', 'update', '-qq'], env=env, **quiet)
+    return subprocess.call(command, env=env, **quiet) == 0
+
+
 def byte_compile(hg, *packages):
     """compile the modules of each package directory for the Python that
     runs ``hg``, as pip does when it installs a package.  A checkout has

@@ -49,11 +49,8 @@ COUNTED = [
 
 
 def ensure_valgrind():
-    if shutil.which('valgrind'):
-        return True
-    if os.geteuid() == 0 and shutil.which('apt-get'):
-        subprocess.call(['apt-get', 'update', '-qq'])
-        subprocess.call(['apt-get', 'install', '-y', '-qq', 'valgrind'])
+    if not shutil.which('valgrind'):
+        common.apt_install(['valgrind'])
     return bool(shutil.which('valgrind'))
 
 

@@ -62,17 +62,7 @@ def install():
     missing = missing_packages()
     if not missing:
         return True
-    if os.geteuid() != 0 or not shutil.which('apt-get'):
-        return False
-    env = dict(os.environ, DEBIAN_FRONTEND='noninteractive')
-    quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    if subprocess.call(['apt-get', 'install', '-y', '-qq'] + missing,
-                       env=env, **quiet) != 0:
-        subprocess.call(['apt-get', 'update', '-qq'], env=env, **quiet)
-        if subprocess.call(['apt-get', 'install', '-y', '-qq'] + missing,
-                           env=env, **quiet) != 0:
-            return False
-    return not missing_packages()
+    return common.apt_install(missing) and not missing_packages()
 
 
 class Terminated(Exception):
