@@ -659,14 +659,10 @@ class ApplySession(sessionmod.Session):
         small one is written by the lane's thread while the lane takes
         descriptors (nothing reads a stream's files before its closes
         are done)"""
-        files = self.files
         return handover.DescriptorFile(
-            fd, name, self.closer, files, self.writes,
+            fd, name, self.closer, self.files, self.writes,
             onclose=self.closed_one, timed=self.timed,
-            # _hold_limit(), read in place: this runs for every file
-            hold=0
-            if self.writers is not None or not files.takes_descriptors()
-            else handover.hold_limit(self.closer.maxqueue),
+            hold=self._hold_limit(),
         )
 
     def _hold_limit(self):
@@ -1056,9 +1052,7 @@ def _streamed(session, rawvfs, mode, args, kwargs):
     (such a file is written once, and closed before the context, and so
     the transaction, ends)"""
     return (
-        # session.usable(), read in place: this runs for every open
-        session.running
-        and threading.get_ident() == session.thread
+        session.usable()
         and not args
         and mode in (b'w', b'wb')
         and not kwargs.get('atomictemp')
