@@ -20,6 +20,7 @@ from mercurial import error, hg  # noqa: E402
 
 from hgext3rd.backgroundclose import (  # noqa: E402
     closer as closermod,
+    compat,
     handover,
     report as reportmod,
     revlogwrite,
@@ -250,6 +251,173 @@ def test_the_bytes_of_files_left_to_core_are_checked(cheap_closes_repo):
         b': %d bytes of file data, the header declares %d'
         % (stream_bytes(count), stream_bytes(count) + 1)
     )
+
+
+def test_files_left_to_core_open_without_the_posixfile_wrapper(
+    cheap_closes_repo, monkeypatch
+):
+    # the first files of a real apply go to the lane's descriptors (opens
+    # are not measured yet), which wraps util.posixfile; once files are
+    # left to core, the wrapper would cost each of them a call
+    from mercurial import extensions, util
+
+    repo = cheap_closes_repo
+    sample = sessionmod.Session.SAMPLE
+    count = sample * 3
+    session = streamapply.ApplySession(repo, b'v3')
+    may_skip = session.may_skip
+    measured = []  # opens not measured yet until the first sample closes
+    monkeypatch.setattr(session, 'may_skip',
+                        lambda: bool(measured) and may_skip())
+    chain = len(extensions.getwrapperchain(util, 'posixfile'))
+    wrapped = []
+
+    def consume():
+        with repo.svfs.backgroundclosing(repo.ui):
+            for number in range(count):
+                with repo.svfs(b'data/f%d.i' % number, b'w') as fp:
+                    wrapped.append(session.files.wraps_posixfile())
+                    if number == sample - 1:
+                        measured.append(True)
+                    fp.write(b'%d' % number)
+            assert len(extensions.getwrapperchain(util, 'posixfile')) \
+                == chain
+
+    with repo.lock():
+        session.run(repo.store.rawvfs, streamapply._SESSION_SEAMS, consume,
+                    (), {})
+    assert wrapped == [True] * sample + [False] * (count - sample)
+    assert session.skipped == count - sample
+
+
+# stream v2 from Mercurial 7.0 on: core prepares each file through the
+# vfs, then its _write_files opens, writes and closes them by path
+needs_v2_writer = pytest.mark.skipif(
+    not (compat.HAS_WRITE_FILES and compat.HAS_PREPARE_STREAMED_FILE),
+    reason='this Mercurial writes stream v2 files through the vfs',
+)
+
+
+def write_v2_files(repo, session, count, fail=None):
+    """write ``count`` files as stream v2 does from Mercurial 7.0 on
+    (core's _v2_parse_files, then _write_files), inside the session and a
+    transaction; ``fail``, if given, is raised once all are written"""
+    from mercurial import streamclone
+
+    def files():
+        known = set()
+        for number in range(count):
+            name = b'data/f%d.i' % number
+            repo.svfs.register_file(name)
+            path, mode = repo.svfs.prepare_streamed_file(name, known)
+            yield path, mode, iter([b'%d' % number])
+
+    def consume():
+        with repo.svfs.backgroundclosing(repo.ui):
+            streamclone._write_files(files())
+        if fail is not None:
+            raise fail
+
+    with repo.lock(), repo.transaction(b'clone'):
+        session.run(repo.store.rawvfs, streamapply._SESSION_SEAMS, consume,
+                    (), {})
+
+
+def spy(monkeypatch, session, name):
+    """the list of the first arguments ``session.name`` is called with"""
+    calls = []
+    method = getattr(session, name)
+
+    def called(*args, **kwargs):
+        calls.append(args[0] if args else None)
+        return method(*args, **kwargs)
+
+    monkeypatch.setattr(session, name, called)
+    return calls
+
+
+@needs_v2_writer
+def test_stream_v2_leaves_files_to_core_s_way_while_closes_are_cheap(
+    cheap_closes_repo, monkeypatch
+):
+    repo = cheap_closes_repo
+    sample, skip = sessionmod.Session.SAMPLE, sessionmod.Session.SKIP
+    count = sample + skip + sample
+    # the bytes are checked: those of the files left to core count too
+    session = streamapply.ApplySession(
+        repo, b'v2', expectedbytes=stream_bytes(count)
+    )
+    ascore = spy(monkeypatch, session, '_write_as_core')
+    # what prepare_streamed_file does for the session's own files only
+    prepared = spy(monkeypatch, session, 'stream_directory')
+    write_v2_files(repo, session, count)
+    assert session.skipped == skip
+    rawvfs = repo.store.rawvfs
+    assert ascore == [rawvfs.join(b'data/f%d.i' % number)
+                      for number in range(sample, sample + skip)]
+    assert len(prepared) == count - skip
+    for number in (0, sample, count - 1):
+        assert repo.svfs.read(b'data/f%d.i' % number) == b'%d' % number
+    assert not session.closer.owned
+
+
+@needs_v2_writer
+def test_a_stream_v2_file_left_to_core_is_registered_when_journaled(
+    repo_with, monkeypatch
+):
+    # the cheap_closes_repo's settings, and the journal
+    repo = repo_with([
+        (b'backgroundclosemaxthreadcount', b'4'),
+        (b'backgroundclosenative', b'yes'),
+        (b'backgroundclosethreshold', b'100000'),
+        (b'backgroundclosewrites', b'no'),
+        (b'backgroundclosejournal', b'yes'),
+    ])
+    count = sessionmod.Session.SAMPLE * 2
+    session = streamapply.ApplySession(repo, b'v2')
+    # the transaction's abort alone removes the files
+    monkeypatch.setattr(session, 'undo', lambda: None)
+    with pytest.raises(ZeroDivisionError):
+        write_v2_files(repo, session, count, fail=ZeroDivisionError())
+    assert session.skipped == count - sessionmod.Session.SAMPLE
+    assert not [number for number in range(count)
+                if repo.svfs.exists(b'data/f%d.i' % number)]
+
+
+@needs_v2_writer
+@pytest.mark.parametrize('action', ['opening', 'writing'])
+def test_a_stream_v2_file_left_to_core_that_fails_is_named_and_closed(
+    cheap_closes_repo, monkeypatch, action
+):
+    import errno
+
+    repo = cheap_closes_repo
+    failing = sessionmod.Session.SAMPLE + 3
+    name = b'data/f%d.i' % failing
+    path = repo.store.rawvfs.join(name)
+    if action == 'opening':
+        os.makedirs(path)  # a directory in its place
+        reason = b'Is a directory'
+    else:
+        write_all = closermod.write_all
+
+        def full(fd, data):
+            if os.readlink('/proc/self/fd/%d' % fd) == os.fsdecode(path):
+                raise OSError(errno.ENOSPC, 'No space left on device')
+            return write_all(fd, data)
+
+        monkeypatch.setattr(closermod, 'write_all', full)
+        reason = b'No space left on device'
+    session = streamapply.ApplySession(repo, b'v2')
+    ascore = spy(monkeypatch, session, '_write_as_core')
+    opened = set(os.listdir('/proc/self/fd'))
+    with pytest.raises(error.Abort) as caught:
+        write_v2_files(repo, session, failing + 2)
+    assert caught.value.message == b'error %s %s: %s' % (
+        action.encode(), name, reason)
+    assert ascore[-1] == path  # left to core
+    assert not session.closer.owned
+    assert set(os.listdir('/proc/self/fd')) <= opened
 
 
 @pytest.mark.parametrize('setting', [

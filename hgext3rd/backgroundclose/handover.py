@@ -233,6 +233,12 @@ class OwnedFiles:
             self._seam.remove()
             self._seam = None
 
+    def unwrap_between_opens(self):
+        """``unwrap()``, unless a vfs is opening a file for the lane now:
+        the next ``open_through()`` that needs the wrapper puts it back"""
+        if self._path is None:
+            self.unwrap()
+
     def handing_over(self, fd):
         """what was over ``fd`` holds nothing any more (a file object
         flushed and closed, a DescriptorFile marked closed): from here on

@@ -93,6 +93,10 @@ class Session:
         self._sampled = 0
         if self.closer.closes_cheap and self.may_skip():
             self.skipping = self.SKIP
+            # nothing is opened for the lane while files are left to core:
+            # the posixfile wrapper would only cost each of them a call (a
+            # later open for the lane puts it back)
+            self.files.unwrap_between_opens()
 
     def may_skip(self):
         """whether the seam may leave files to core while closes are

@@ -787,6 +787,10 @@ class ApplySession(sessionmod.Session):
                 raise closermod.FileError(path, exc, 'writing') from exc
 
         for path, mode, data in info:
+            if onmain and self.skipping and self.leave_to_core():
+                # closes are cheap: written as core's own loop would
+                self._write_as_core(path, mode, data, writestat)
+                continue
             if not onmain and closer.failed():
                 # the apply has failed: write nothing more, only keep the
                 # stream in step until the main thread stops reading it
@@ -881,6 +885,43 @@ class ApplySession(sessionmod.Session):
                 if onmain:
                     raise
                 closer.record(exc)
+            else:
+                if onmain:
+                    self.closed_one()
+
+    def _write_as_core(self, path, mode, data, writestat):
+        """write a stream v2 file (Mercurial 7.0 on) while files are left
+        to core: opened, written and closed here, as core's _write_files
+        does, without the closer's timing and hand-over.  Main thread only.
+        The descriptor is in the owned set while it is open, as in
+        _open_streamed()."""
+        owned = self.closer.owned
+        self._opening = path
+        try:
+            fd = closermod.open_owned(
+                path, _OPEN_FLAGS, owned, 0o777 if mode is None else mode
+            )
+        except (OSError, ValueError) as exc:  # ValueError: NUL byte
+            raise closermod.FileError(path, exc, 'opening') from exc
+        self._opening = None
+        try:
+            storename = self._streamnames.pop(path, None)
+            if storename is not None:
+                self.register(*storename)  # before the first byte
+            size = 0
+            for chunk in data:
+                size += closermod.write_all(fd, chunk)
+        except (OSError, closermod.FileError) as exc:
+            self.closer.close_quietly(fd)
+            if isinstance(exc, closermod.FileError):
+                raise
+            raise closermod.FileError(path, exc, 'writing') from exc
+        # interrupted before here: fd stays owned, for release()
+        writestat.bytes += size
+        try:
+            closermod.close_owned(fd, owned)
+        except OSError as exc:
+            raise closermod.FileError(path, exc) from exc
 
 
 def _raised_by_consumer(exc):
@@ -1118,6 +1159,10 @@ def prepare_streamed_file(
     directory once on this path (its known_directories), so its mkdir
     calls are left as they are, unless writer threads write the files
     (ApplySession.stream_directory)."""
+    if session.skipping and session.running and not session.journaled:
+        # closes are cheap: write_files leaves this file to core's way,
+        # with no writer threads to stop for nor a name to record
+        return orig(self, path, known_directories, **kwargs)
     if session.running:
         session.check_name(self, path)
     if session.usable():
