@@ -25,7 +25,8 @@ UNSUPPORTED ?= 6.4.5
 	test-unsupported test-python soak soak-interrupts test-upstream \
 	test-upstream-oldest \
 	test-upstream-ci realfs-deps \
-	bench bench-all bench-realfs bench-full bench-cg bench-releases bench-count
+	bench bench-all bench-realfs bench-full bench-cg bench-releases bench-count \
+	bench-count-commands
 
 all: test
 
@@ -230,6 +231,14 @@ bench-cg: $(STAMP) $(SHIM)
 # too
 bench-count: $(STAMP)
 	$(BIN)/python bench/countloop.py $(if $(BEFORE),--before $(BEFORE))
+
+# whole commands at 0 us in instructions, core against the extension, on
+# run.py's 20,000-file corpus (callgrind, every process): some 25 minutes.
+# BEFORE=DIR counts a checkout too; FILES=N another size
+bench-count-commands: $(STAMP) $(SHIM)
+	$(BIN)/python bench/countcommands.py --hg $(BIN)/hg --shim $(SHIM) \
+		$(if $(FILES),--files $(FILES)) \
+		$(if $(BEFORE),--before $(BEFORE)/hgext3rd/backgroundclose)
 
 # one row per release: hg clone --stream at 0 and 700 us, core and extension
 bench-releases: $(SHIM)

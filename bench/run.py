@@ -119,6 +119,11 @@ class Bench:
         self.dest = os.path.join(work, 'dest')
         self.pids = []  # servers to stop
         self.ports = {}  # operation -> the port of its server
+        # how an hg command is measured: (seconds, peak RSS in KB); and
+        # arguments given to every measured hg command (countcommands.py
+        # counts instead, with a setting of its own)
+        self.measure = lambda cmd, env: common.timed(cmd, env)[:2]
+        self.extra = []
 
     # preparation ---------------------------------------------------------
 
@@ -247,17 +252,17 @@ class Bench:
     def run_hg(self, op, config, latency, src):
         self.clean()
         env = common.latency_env(self.env, self.shim, latency)
-        extra = CONFIGS[config]
+        extra = CONFIGS[config] + self.extra
         hg = self.hg
         if op == 'update':
             repo = self.prepare_update(src)
             self.hgrun('-R', repo, 'update', '-q', 'null')
             cmd = [hg, '-R', repo] + extra + ['update', '-q', 'tip']
-            return common.timed(cmd, env)[:2]
+            return self.measure(cmd, env)
         if op == 'cg-unbundle':
             self.hgrun('init', self.dest)
             cmd = [hg, '-R', self.dest] + extra + ['unbundle', src + '.cg.hg']
-            return common.timed(cmd, env)[:2]
+            return self.measure(cmd, env)
         if op in ('v1-apply', 'v2-unbundle', 'v3-unbundle'):
             self.hgrun('init', self.dest)
             if op == 'v1-apply':
@@ -278,7 +283,7 @@ class Bench:
         else:
             cmd = [hg, 'clone', '-U', '--stream',
                    'http://127.0.0.1:%d/' % self.ports[op], self.dest] + extra
-        return common.timed(cmd, env)[:2]
+        return self.measure(cmd, env)
 
     def run_reference(self, ref, latency, src):
         self.clean()
