@@ -228,6 +228,37 @@ def test_a_file_written_whole_goes_straight_into_its_descriptor(
     assert direct.stat.bytes == 8
 
 
+@needs_lane
+def test_the_posixfile_wrapper_is_only_removed_between_opens(direct):
+    from mercurial import extensions, util
+
+    def chain():
+        return len(extensions.getwrapperchain(util, 'posixfile'))
+
+    before = chain()
+    make = direct.make
+
+    def make_while_asked_to_unwrap(fd, name):
+        # a session that starts leaving files to core while the vfs opens
+        # this one for the lane: posixfile is in use
+        direct.files.unwrap_between_opens()
+        return make(fd, name)
+
+    direct.make = make_while_asked_to_unwrap
+    with direct.open(b'data/a.i') as fp:
+        assert direct.files.wraps_posixfile()
+        assert chain() == before + 1
+        fp.write(b'a')
+    direct.files.unwrap_between_opens()
+    assert not direct.files.wraps_posixfile()
+    assert chain() == before
+    # the next open for the lane puts it back
+    direct.make = make
+    with direct.open(b'data/b.i') as fp:
+        assert direct.files.wraps_posixfile()
+    assert direct.vfs.read(b'data/a.i') == b'a'
+
+
 def size_on_disk(fd):
     return os.fstat(fd).st_size
 

@@ -227,7 +227,7 @@ def test_a_stream_apply_leaves_files_to_core_while_closes_are_cheap(
     )
     kinds = write_stream_files(repo, session, count, **options)
     # a sample is core's file behind the session's proxy: a DescriptorFile
-    # would wrap posixfile, and so cost each open left to core a call
+    # would wrap posixfile again for each sample
     own = handover.HandedOverFile
     assert kinds[:sample] == [own] * sample
     assert not {handover.DescriptorFile, handover.HandedOverFile} & set(
@@ -263,10 +263,15 @@ def test_files_left_to_core_open_without_the_posixfile_wrapper(
 
     repo = cheap_closes_repo
     sample = sessionmod.Session.SAMPLE
+    skip = 16
     count = sample * 3
     session = streamapply.ApplySession(repo, b'v3')
+    session.SKIP = skip
     may_skip = session.may_skip
-    measured = []  # opens not measured yet until the first sample closes
+    # opens not measured yet until the first sample closes; not cheap any
+    # more during the skip that follows (the next sample opens for the
+    # lane, which puts the wrapper back)
+    measured = []
     monkeypatch.setattr(session, 'may_skip',
                         lambda: bool(measured) and may_skip())
     chain = len(extensions.getwrapperchain(util, 'posixfile'))
@@ -279,15 +284,19 @@ def test_files_left_to_core_open_without_the_posixfile_wrapper(
                     wrapped.append(session.files.wraps_posixfile())
                     if number == sample - 1:
                         measured.append(True)
+                    elif number == sample + skip // 2:
+                        measured.clear()
                     fp.write(b'%d' % number)
-            assert len(extensions.getwrapperchain(util, 'posixfile')) \
-                == chain
+                    if number == sample + 1:
+                        assert len(extensions.getwrapperchain(
+                            util, 'posixfile')) == chain
 
     with repo.lock():
         session.run(repo.store.rawvfs, streamapply._SESSION_SEAMS, consume,
                     (), {})
-    assert wrapped == [True] * sample + [False] * (count - sample)
-    assert session.skipped == count - sample
+    assert wrapped == ([True] * sample + [False] * skip
+                       + [True] * (count - sample - skip))
+    assert session.skipped == skip
 
 
 # stream v2 from Mercurial 7.0 on: core prepares each file through the
@@ -382,6 +391,87 @@ def test_a_stream_v2_file_left_to_core_is_registered_when_journaled(
     assert session.skipped == count - sessionmod.Session.SAMPLE
     assert not [number for number in range(count)
                 if repo.svfs.exists(b'data/f%d.i' % number)]
+
+
+@needs_v2_writer
+def test_stream_v2_leaves_no_file_to_core_on_core_s_writer_threads(
+    cheap_closes_repo, monkeypatch
+):
+    # worker.parallel-stream-bundle-processing: core's writer threads
+    # write the files; prepare_streamed_file, on the reading thread, must
+    # stop reading at their first failure, so skips nothing either
+    repo = cheap_closes_repo
+    count = sessionmod.Session.SAMPLE * 3
+    session = streamapply.ApplySession(repo, b'v2')
+    prepared = spy(monkeypatch, session, 'stream_directory')
+    write_files = streamapply.ApplySession.write_files
+
+    def on_a_writer_thread(self, info):
+        # as core's threaded apply: the reading thread runs the parser (and
+        # so prepare_streamed_file) and queues each file for the writer
+        import queue
+
+        files = queue.Queue()
+        thread = threading.Thread(
+            target=write_files, args=(self, iter(files.get, None))
+        )
+        thread.start()
+        try:
+            for file in info:
+                files.put(file)
+        finally:
+            files.put(None)
+            thread.join()
+
+    monkeypatch.setattr(streamapply.ApplySession, 'write_files',
+                        on_a_writer_thread)
+    write_v2_files(repo, session, count)
+    # no skip began, not even after the reading thread was done
+    assert session.skipping == session.skipped == 0
+    assert len(prepared) == count
+    assert repo.svfs.read(b'data/f%d.i' % (count - 1)) == b'%d' % (count - 1)
+
+
+@needs_v2_writer
+@pytest.mark.parametrize('file', ['sampled', 'left to core'])
+def test_a_stream_v2_read_that_fails_is_not_a_write_of_the_file(
+    cheap_closes_repo, file
+):
+    import errno
+
+    # core reads a large file's chunks as they are written: the stream's
+    # failure is its own, whichever way the file is written
+    repo = cheap_closes_repo
+    failing = 3 if file == 'sampled' else sessionmod.Session.SAMPLE + 3
+    session = streamapply.ApplySession(repo, b'v2')
+    reset = ConnectionResetError(errno.ECONNRESET, 'Connection reset by peer')
+
+    def chunks(number):
+        yield b'%d' % number
+        if number == failing:
+            raise reset
+
+    from mercurial import streamclone
+
+    def files():
+        known = set()
+        for number in range(failing + 2):
+            name = b'data/f%d.i' % number
+            path, mode = repo.svfs.prepare_streamed_file(name, known)
+            yield path, mode, chunks(number)
+
+    def consume():
+        with repo.svfs.backgroundclosing(repo.ui):
+            streamclone._write_files(files())
+
+    opened = set(os.listdir('/proc/self/fd'))
+    with pytest.raises(ConnectionResetError):
+        with repo.lock(), repo.transaction(b'clone'):
+            session.run(repo.store.rawvfs, streamapply._SESSION_SEAMS,
+                        consume, (), {})
+    assert session.skipped == (0 if file == 'sampled' else 4)
+    assert not session.closer.owned
+    assert set(os.listdir('/proc/self/fd')) <= opened
 
 
 @needs_v2_writer

@@ -31,8 +31,9 @@ its closes to one closer:
   threads also write each small file (written in one piece of at most
   16 KB; at most 4 MB wait at once) before they close it;
 - while closes and opens are measured cheap and no timing report is
-  asked for, most files are left to core untouched and only a sample goes
-  through the closer, so that a fast file system pays next to nothing;
+  asked for, most files are written and closed as core does it and only a
+  sample goes through the closer, so that a fast file system pays next to
+  nothing;
 - at no time are more than ``worker.backgroundclosemaxqueue`` files waiting
   to be closed (fewer if the process's descriptor limit is low);
 - where the system refuses to start a thread (a process limit in a

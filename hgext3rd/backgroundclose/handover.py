@@ -131,8 +131,9 @@ class OwnedFiles:
         return self._native
 
     def wraps_posixfile(self):
-        """whether util.posixfile is wrapped for the lane (by the first
-        open_through() that opened a file for it, until unwrap())"""
+        """whether util.posixfile is wrapped for the lane (by an
+        open_through() that opened a file for it, until unwrap() or
+        unwrap_between_opens())"""
         return self._seam is not None
 
     def open_through(self, orig, vfs, path, mode, kwargs, joined=None,
@@ -228,7 +229,8 @@ class OwnedFiles:
 
     def unwrap(self):
         """remove the posixfile wrapper, if a file was opened for the lane;
-        the owner calls it once no file is opened for it any more"""
+        the owner calls it once no file is opened for it any more (the
+        session when it ends, or when it leaves files to core)"""
         if self._seam is not None:
             self._seam.remove()
             self._seam = None

@@ -42,9 +42,10 @@ class Session:
     file, 10 to 15% of a stream apply on a fast file system.  So while
     the closer closes inline, has nothing pending and measures closes well
     below its threshold (and ``may_skip()`` agrees), the session leaves
-    the next ``SKIP`` opens to core untouched (``leave_to_core()``), then
-    takes the files of the next ``SAMPLE`` closes through its own path
-    again to measure anew.  A file system that turns slow is noticed
+    the next ``SKIP`` opens to core (``leave_to_core()``): untouched, or
+    for stream v2 from Mercurial 7.0 on, written as core writes them.  It
+    then takes the files of the next ``SAMPLE`` closes through its own
+    path again to measure anew.  A file system that turns slow is noticed
     within one skip.
     """
 

@@ -28,11 +28,13 @@ three small wrappers, all of which do nothing when no session is active:
   and hands the descriptors to the closer.
 
 While closes and opens are measured cheap, with no report to time files
-for, the session leaves most files opened through the vfs to core and
-takes only a sample through its own path (session.py): core opens and
-writes them and closes them (stream v1 hands its closes back to the
-session, which counts their bytes there; the others' bytes are counted by
-their size once the stream is written).
+for, the session leaves most files to core and takes only a sample
+through its own path (session.py).  Files opened through the vfs are
+opened, written and closed by core (stream v1 hands its closes back to
+the session, which counts their bytes there; the others' bytes are
+counted by their size once the stream is written).  Stream v2 from 7.0 on
+writes them in the replacement of ``_write_files`` as core's own does
+(``_write_as_core``), and ``prepare_streamed_file`` goes straight to core.
 
 Parent directories of the files opened through the vfs are made by the
 session, each once (directories.py), which spares core's repeated attempts
@@ -626,8 +628,8 @@ class ApplySession(sessionmod.Session):
     def _leaves_opens(self):
         """whether files may be left to core while posixfile is not
         wrapped: a DescriptorFile costs less than core's file, but would
-        wrap posixfile for the rest of the apply, and so cost each open
-        left to core a call"""
+        wrap posixfile until files are left to core again (Session.
+        closed_one removes it then), one wrapping more each sample"""
         return not self.files.wraps_posixfile() and self.may_skip()
 
     def _make_parents(self, vfs, path, mode, dirname, kwargs):
@@ -765,7 +767,11 @@ class ApplySession(sessionmod.Session):
 
     def write_files(self, info):
         """write stream v2 files from (path, mode, chunks) like core's
-        _write_files, handing each descriptor to the closer"""
+        _write_files, handing each descriptor to the closer; on the main
+        thread, while files are left to core, closed here
+        (_write_as_core).  prepare_streamed_file() decides the same for
+        each file: it runs on the main thread just before, and only a
+        close of the main thread (closed_one) starts a skip"""
         table = self.book.mine()
         openstat = table['open']
         writestat = table['write']
@@ -909,14 +915,18 @@ class ApplySession(sessionmod.Session):
             if storename is not None:
                 self.register(*storename)  # before the first byte
             size = 0
+            # core may read the stream between chunks: its failures (a
+            # connection reset) are its own, not a write of this file
             for chunk in data:
-                size += closermod.write_all(fd, chunk)
-        except (OSError, closermod.FileError) as exc:
+                try:
+                    size += closermod.write_all(fd, chunk)
+                except OSError as exc:
+                    raise closermod.FileError(path, exc, 'writing') from exc
+        except closermod.FileError:
             self.closer.close_quietly(fd)
-            if isinstance(exc, closermod.FileError):
-                raise
-            raise closermod.FileError(path, exc, 'writing') from exc
-        # interrupted before here: fd stays owned, for release()
+            raise
+        # anything else (a failed read, an interrupt): fd stays owned, for
+        # release()
         writestat.bytes += size
         try:
             closermod.close_owned(fd, owned)
@@ -1161,7 +1171,9 @@ def prepare_streamed_file(
     (ApplySession.stream_directory)."""
     if session.skipping and session.running and not session.journaled:
         # closes are cheap: write_files leaves this file to core's way,
-        # with no writer threads to stop for nor a name to record
+        # with no writer threads to stop for nor a name to record.  Only
+        # the main thread's own writes start a skip (write_files): with
+        # core's writer threads, this thread keeps checking for failures
         return orig(self, path, known_directories, **kwargs)
     if session.running:
         session.check_name(self, path)
