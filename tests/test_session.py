@@ -213,18 +213,25 @@ def stream_bytes(count):
     return sum(len(b'%d' % number) for number in range(count))
 
 
+def sample_skip_sample(repo, fmt):
+    """a stream apply of a sample, a skip and a sample of files, whose
+    bytes are checked (those of the files left to core count too):
+    (session, sample, skip, count)"""
+    sample, skip = sessionmod.Session.SAMPLE, sessionmod.Session.SKIP
+    count = sample + skip + sample
+    session = streamapply.ApplySession(
+        repo, fmt, expectedbytes=stream_bytes(count)
+    )
+    return session, sample, skip, count
+
+
 @pytest.mark.parametrize('options', [{}, {'backgroundclose': True}],
                          ids=['v2-v3', 'v1'])
 def test_a_stream_apply_leaves_files_to_core_while_closes_are_cheap(
     cheap_closes_repo, options
 ):
     repo = cheap_closes_repo
-    sample, skip = sessionmod.Session.SAMPLE, sessionmod.Session.SKIP
-    count = sample + skip + sample
-    # the bytes are checked: those of the files left to core count too
-    session = streamapply.ApplySession(
-        repo, b'v1', expectedbytes=stream_bytes(count)
-    )
+    session, sample, skip, count = sample_skip_sample(repo, b'v1')
     kinds = write_stream_files(repo, session, count, **options)
     # a sample is core's file behind the session's proxy: a DescriptorFile
     # would wrap posixfile again for each sample
@@ -350,12 +357,7 @@ def test_stream_v2_leaves_files_to_core_s_way_while_closes_are_cheap(
     cheap_closes_repo, monkeypatch
 ):
     repo = cheap_closes_repo
-    sample, skip = sessionmod.Session.SAMPLE, sessionmod.Session.SKIP
-    count = sample + skip + sample
-    # the bytes are checked: those of the files left to core count too
-    session = streamapply.ApplySession(
-        repo, b'v2', expectedbytes=stream_bytes(count)
-    )
+    session, sample, skip, count = sample_skip_sample(repo, b'v2')
     ascore = spy(monkeypatch, session, '_write_as_core')
     # what prepare_streamed_file does for the session's own files only
     prepared = spy(monkeypatch, session, 'stream_directory')
