@@ -787,15 +787,16 @@ class ApplySession(sessionmod.Session):
         streamnames = self._streamnames
 
         def put(fd, path, chunk):
+            """write all of ``chunk``: its size"""
             try:
-                write(fd, chunk)
+                return write(fd, chunk)
             except OSError as exc:
                 raise closermod.FileError(path, exc, 'writing') from exc
 
         for path, mode, data in info:
             if onmain and self.skipping and self.leave_to_core():
                 # closes are cheap: written as core's own loop would
-                self._write_as_core(path, mode, data, writestat)
+                self._write_as_core(path, mode, data, writestat, put)
                 continue
             if not onmain and closer.failed():
                 # the apply has failed: write nothing more, only keep the
@@ -895,20 +896,14 @@ class ApplySession(sessionmod.Session):
                 if onmain:
                     self.closed_one()
 
-    def _write_as_core(self, path, mode, data, writestat):
+    def _write_as_core(self, path, mode, data, writestat, put):
         """write a stream v2 file (Mercurial 7.0 on) while files are left
         to core: opened, written and closed here, as core's _write_files
         does, without the closer's timing and hand-over.  Main thread only.
-        The descriptor is in the owned set while it is open, as in
-        _open_streamed()."""
-        owned = self.closer.owned
+        Opened by _open_streamed() and written by ``put``, as on the
+        closer's path: in the owned set while it is open."""
         self._opening = path
-        try:
-            fd = closermod.open_owned(
-                path, _OPEN_FLAGS, owned, 0o777 if mode is None else mode
-            )
-        except (OSError, ValueError) as exc:  # ValueError: NUL byte
-            raise closermod.FileError(path, exc, 'opening') from exc
+        fd, _hold = self._open_streamed(path, mode, 0)
         self._opening = None
         try:
             storename = self._streamnames.pop(path, None)
@@ -918,10 +913,7 @@ class ApplySession(sessionmod.Session):
             # core may read the stream between chunks: its failures (a
             # connection reset) are its own, not a write of this file
             for chunk in data:
-                try:
-                    size += closermod.write_all(fd, chunk)
-                except OSError as exc:
-                    raise closermod.FileError(path, exc, 'writing') from exc
+                size += put(fd, path, chunk)
         except closermod.FileError:
             self.closer.close_quietly(fd)
             raise
@@ -929,7 +921,7 @@ class ApplySession(sessionmod.Session):
         # release()
         writestat.bytes += size
         try:
-            closermod.close_owned(fd, owned)
+            closermod.close_owned(fd, self.closer.owned)
         except OSError as exc:
             raise closermod.FileError(path, exc) from exc
 
