@@ -115,7 +115,11 @@ def byte_compile(hg, *packages):
     no .pyc files, and where none can be written (PYTHONDONTWRITEBYTECODE,
     a read-only tree) every hg command would compile the extension again:
     some 20 ms a process that an installed extension never costs."""
-    python = script_python(hg)
+    compile_for(script_python(hg), *packages)
+
+
+def compile_for(python, *packages):
+    """byte_compile() for ``python`` itself"""
     for package in packages:
         if subprocess.call([python, '-m', 'compileall', '-q', package]):
             print('warning: could not byte-compile %s: each hg command '

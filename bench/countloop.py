@@ -92,9 +92,8 @@ def main():
         trees.append(('before', os.path.abspath(args.before)))
     for _label, tree in trees:
         # compiling would be counted (PYTHONDONTWRITEBYTECODE)
-        subprocess.call([python, '-m', 'compileall', '-q',
-                         os.path.join(tree, 'hgext3rd'),
-                         os.path.join(tree, 'bench')])
+        common.compile_for(python, os.path.join(tree, 'hgext3rd'),
+                           os.path.join(tree, 'bench'))
     jobs = [(common.ROOT, seam, 'core') for seam in ('revlog', 'stream')]
     jobs += [(tree, seam, mode) for _label, tree in trees
              for seam, mode in COUNTED]
