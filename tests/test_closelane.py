@@ -68,12 +68,15 @@ def open_files(tmp_path, count, prefix='f'):
     return fds
 
 
-@pytest.mark.parametrize('policy', closermod.POLICIES)
-def test_every_descriptor_closed_once(tmp_path, policy):
-    fds = open_files(tmp_path, 300)
+def close_all(tmp_path, prefix='f', spy=None, **options):
+    """300 descriptors through a native closer made with ``options``
+    (``spy(closer)`` first, if given): each counted and closed once"""
+    fds = open_files(tmp_path, 300, prefix)
     owned = set(fds)
-    closer = Closer(policy=policy, minfilecount=0, native=True, owned=owned)
+    closer = Closer(minfilecount=0, native=True, owned=owned, **options)
     assert closer.native
+    if spy is not None:
+        spy(closer)
     with closer:
         for i, fd in enumerate(fds):
             closer.close(fd, 'f%d' % i)
@@ -81,12 +84,66 @@ def test_every_descriptor_closed_once(tmp_path, policy):
     assert closer.errors == []
     assert not any(is_open(fd) for fd in fds)
     assert owned == set()
-    stats = closer.stats()
-    assert stats['close'].count == 300
+    assert closer.stats()['close'].count == 300
+    return closer
+
+
+@pytest.mark.parametrize('policy', closermod.POLICIES)
+def test_every_descriptor_closed_once(tmp_path, policy):
+    closer = close_all(tmp_path, policy=policy)
     if policy == closermod.BACKGROUND:
-        assert stats['close-background'].count == 300
+        assert closer.stats()['close-background'].count == 300
         assert closer.threadcount >= 1
     assert (tmp_path / 'f299').read_bytes() == b'data 299'
+
+
+def test_most_lane_hand_overs_ask_the_policy_nothing_and_all_count(
+    tmp_path,
+):
+    # without a report to time every hand-over (sample > 1), the files
+    # between two that end a sizing window go straight to the lane; all of
+    # them are still counted, handed over and closed once
+    asked = {1: [], 8: []}
+
+    def spy(closer):
+        take_probe = closer.decisions.take_probe
+        calls = asked[closer.decisions.sample]
+        closer.decisions.take_probe = lambda: calls.append(1) or take_probe()
+
+    for sample in (1, 8):
+        closer = close_all(
+            tmp_path, 's%d-' % sample, spy, policy=closermod.BACKGROUND,
+            sample=sample, window=16,
+        )
+        assert closer.stats()['close-background'].count == 300
+    assert len(asked[1]) == 300
+    # the first file, then the last of each window of 16
+    assert len(asked[8]) == 1 + 300 // 16
+
+
+def test_a_forked_child_hands_nothing_to_the_parent_s_lane(tmp_path):
+    # the parent's closer has hand-overs granted without asking when the
+    # process forks: the child closes inline, as after any fork
+    fds = open_files(tmp_path, 3)
+    closer = Closer(
+        policy=closermod.BACKGROUND, minfilecount=0, native=True,
+        owned=set(fds), sample=8,
+    )
+    for i, fd in enumerate(fds):
+        closer.close(fd, 'f%d' % i)
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            fd = os.open(str(tmp_path / 'child'), WRITE, 0o644)
+            closer.close(fd, 'child')
+            code = 0 if not is_open(fd) else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    closer.finish()
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    assert not any(is_open(fd) for fd in fds)
 
 
 def test_failed_close_raised_with_its_name():
@@ -204,8 +261,12 @@ def test_lane_unusable_in_a_forked_child():
     'and its with block leaves the lock held (CPython bpo-29988); this '
     'test interrupts between any two bytecodes',
 )
-@pytest.mark.parametrize('native', [True, False], ids=['lane', 'python'])
-def test_interrupts_never_close_a_descriptor_twice(tmp_path, native):
+@pytest.mark.parametrize(
+    'native, sample',
+    [(True, 1), (True, 8), (False, 1)],
+    ids=['lane', 'lane-unasked', 'python'],
+)
+def test_interrupts_never_close_a_descriptor_twice(tmp_path, native, sample):
     # a timer fires every 150 us; when it finds the submitter running the
     # closer's code, it raises KeyboardInterrupt there, between any two
     # bytecodes.  (Not inside threading's Condition: CPython cannot be
@@ -216,9 +277,11 @@ def test_interrupts_never_close_a_descriptor_twice(tmp_path, native):
     # thread or here.
     fds = open_files(tmp_path, 3000)
     owned = set(fds)
+    # sample 8: no report times each hand-over, so most go to the lane
+    # without asking the policy (Closer.close's first branch)
     closer = Closer(
         policy=closermod.BACKGROUND, native=native, owned=owned, maxqueue=8,
-        threads=2,
+        threads=2, sample=sample,
     )
     inside = os.path.normcase(closermod.__file__)
     interrupts = []
@@ -368,6 +431,35 @@ def test_submitter_does_not_hold_the_gil_while_waiting_for_room(tmp_path):
         100000,
     ).strip()
     assert out == 'ticks while the last submission waited: True'
+
+
+@needs_shim
+def test_a_full_lane_grows_its_pool_at_the_next_file(tmp_path):
+    # 20 ms closes, room for 4 pending: from the fifth file on the lane is
+    # full after each hand-over, and each next file goes the long way,
+    # which starts a thread; with window=16, waiting for files that ask
+    # the policy anyway would leave the pool at a few threads
+    out = run_with_shim(
+        '''
+        import os
+        from hgext3rd.backgroundclose import closer as closermod
+        closer = closermod.Closer(policy='background', native=True,
+                                  minfilecount=0, maxqueue=4, threads=1,
+                                  maxthreads=8, window=16, sample=8)
+        with closer:
+            for i in range(40):
+                fd = os.open(os.path.join(%r, 'f%%d' %% i),
+                             os.O_WRONLY | os.O_CREAT)
+                closer.close(fd, 'f%%d' %% i)
+            print('threads:', closer.threadcount)
+        stats = closer.stats()
+        print('counted:', stats['close'].count)
+        print('closed:', stats['close-background'].count)
+        '''
+        % str(tmp_path),
+        20000,
+    )
+    assert out.splitlines() == ['threads: 8', 'counted: 40', 'closed: 40']
 
 
 # what the builds these tests make are imported as: the init function's

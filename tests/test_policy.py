@@ -9,6 +9,7 @@ import os
 import sys
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
 
@@ -239,3 +240,94 @@ def test_one_preempted_hand_over_does_not_send_closes_back_inline():
     background_with_probes(policy, 3e-6, 200e-6, Policy.PROBE_FIRST)
     assert policy.switches == 1
     assert policy.mode == policymod.BACKGROUND
+
+
+def drive(policy, clock, probes, submissions, routine):
+    """hand ``submissions`` files over to a policy in background mode, a
+    file every 100 us, as the closer does: with ``routine``, the files
+    ``routine_handovers()`` grants go by without asking and are counted by
+    the next file that asks.  Each probe's closes take the next duration
+    of ``probes`` (cycled).  What the policy decided, file by file."""
+    decided = []
+    granted = counted = 0
+    for index in range(submissions):
+        clock.now += 100e-6
+        if not policy.background:
+            decided.append((index, 'inline'))
+            continue
+        if granted:
+            granted -= 1
+            counted += 1
+            continue
+        if policy.take_probe():
+            if counted:
+                assert policy.account(counted) is None
+            counted = 0
+            decided.append((index, 'probe'))
+            policy.learn_probe(probes[index % len(probes)])
+            continue
+        interval = policy.account(counted + 1)
+        counted = 0
+        if interval is not None:
+            decided.append((index, 'window', interval))
+        if routine:
+            granted = policy.routine_handovers()
+    return decided
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    window=st.integers(1, 40),
+    adaptive=st.booleans(),
+    probes=st.lists(
+        st.sampled_from([2e-6, 700e-6]), min_size=1, max_size=5
+    ),
+)
+def test_hand_overs_counted_all_at_once_keep_every_decision(
+    window, adaptive, probes
+):
+    # the closer hands most descriptors to the C lane without asking the
+    # policy: the windows that size the pool and the probes must still
+    # come at the very same files, with the same intervals
+    runs = []
+    for routine in (False, True):
+        clock = Clock()
+        policy = Policy(
+            policymod.ADAPTIVE if adaptive else policymod.BACKGROUND,
+            window=window, clock=clock,
+        )
+        policy.switch_to_background(700e-6)
+        runs.append(drive(policy, clock, probes, 3000, routine))
+    assert runs[0] == runs[1]
+    assert any(step[1] == 'window' for step in runs[0])
+
+
+def test_no_hand_over_goes_without_asking_while_a_probe_is_due():
+    policy = Policy(threshold=30e-6, window=16)
+    policy.switch_to_background(700e-6)
+    assert policy.routine_handovers() == 15
+    policy.account(Policy.PROBE_FIRST - 1)
+    # the next file starts a probe: it must ask
+    assert policy.routine_handovers() == 0
+    policy.account()
+    assert policy.take_probe()
+    assert policy.routine_handovers() == 0
+    policy.learn_probe(2e-6)  # cheap: inline again
+    for _ in range(Policy.PROBE_LENGTH - 1):
+        policy.take_probe()
+        policy.learn_probe(2e-6)
+    assert policy.mode == policymod.INLINE
+    assert policy.routine_handovers() == 0
+
+
+def test_a_hand_over_standing_for_many_weighs_as_much_as_they_would():
+    one, many = Policy(threshold=30e-6), Policy(threshold=30e-6)
+    for policy in (one, many):
+        policy.learn_handover(1e-6)
+    for _ in range(16):
+        one.learn_handover(9e-6)
+    many.learn_handover(9e-6, files=16)
+    # close to sixteen hand-overs of their own, and never past the sample
+    assert many.handover == pytest.approx(one.handover, rel=0.1)
+    many.learn_handover(50e-6, files=10 ** 6)
+    assert many.handover == pytest.approx(50e-6)

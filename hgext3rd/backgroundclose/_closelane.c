@@ -518,7 +518,9 @@ PyDoc_STRVAR(
     "stops or has\n"
     "no thread, or when a Python signal handler raises while it waits for "
     "room; the\n"
-    "descriptor is then still the caller's.");
+    "descriptor is then still the caller's.  Returns whether the lane is "
+    "full once\n"
+    "it is queued (as many descriptors pending as it has room for).");
 
 static PyObject *Lane_submit(Lane *self, PyObject *args, PyObject *kwds)
 {
@@ -526,6 +528,7 @@ static PyObject *Lane_submit(Lane *self, PyObject *args, PyObject *kwds)
 	int fd;
 	PyObject *name = Py_None, *data = Py_None, *token = NULL, *key = NULL;
 	struct entry *e;
+	int full;
 
 	if (!PyArg_ParseTupleAndKeywords(args, kwds, "i|OO", kwlist, &fd,
 	                                 &name, &data))
@@ -612,8 +615,10 @@ static PyObject *Lane_submit(Lane *self, PyObject *args, PyObject *kwds)
 	if (self->idle && self->queued >= self->batch &&
 	    self->queued > self->nthreads - self->idle)
 		pthread_cond_signal(&self->work);
+	full = self->queued + self->inflight >= self->capacity;
 	pthread_mutex_unlock(&self->mutex);
-	Py_RETURN_NONE;
+	/* nothing that could fail once it is queued */
+	return PyBool_FromLong(full);
 }
 
 PyDoc_STRVAR(wait_doc,

@@ -399,6 +399,13 @@ class Closer:
         # not timed (owner thread only)
         self._untimed = 0
         self._untimedcount = 0
+        # hand-overs to the C lane that need no decision of the policy, left
+        # before the next one that does, and how many were granted: those
+        # go straight to the lane, untimed, and are counted by the next
+        # file that asks (owner thread only; none while a report times
+        # every hand-over)
+        self._routine = 0
+        self._routinegranted = 0
         room = fdroom() if callable(fdroom) else fdroom
         if room is not None:
             # half of what is left: the submitters open files too
@@ -491,6 +498,7 @@ class Closer:
         ``close-background`` (time spent on worker threads)"""
         merged = self._book.merged()
         merged['close'].count += self._untimedcount
+        merged['close'].count += self._routinegranted - self._routine
         lane = self._lane
         if lane is not None and lane.closed:
             native = merged['close-background']
@@ -571,6 +579,33 @@ class Closer:
         an interrupt while a descriptor waits for room on the C lane leaves
         it open and in ``owned``, the submitter's to clean up.
         """
+        if (
+            self._routine
+            and type(target) is int
+            and threading.get_ident() == self._owner
+        ):
+            # most descriptors handed to the C lane: nothing to decide, so
+            # none of the policy's calls, lock or clock (see _submit_to_lane)
+            self._routine -= 1
+            try:
+                # queues fd and drops it from owned in one step, or raises
+                # having done neither
+                full = self._lane.submit(target, name, data)
+            except RuntimeError:
+                # the lane stopped meanwhile (finish() on another thread):
+                # the long way below closes it here
+                self._end_routine()
+            else:
+                if full:
+                    # full: the next file goes the long way, which grows
+                    # the pool
+                    self._end_routine()
+                if (
+                    self._lane.failed != self._lanefailures
+                    or self._raised < len(self._errors)
+                ):
+                    self.raise_failure()
+                return
         if self._startpending:
             try:
                 self.start()
@@ -637,7 +672,6 @@ class Closer:
             if type(target) is int:
                 outcome = self._submit_to_lane(target, name, data)
                 if outcome is _HANDED:
-                    self._handed(clock() - start)
                     return
                 probing = outcome is _PROBE
         elif policy.background and not self._stopping:
@@ -702,13 +736,20 @@ class Closer:
         else:
             target.discard()
 
-    def _handed(self, duration):
+    def _end_routine(self):
+        """no more hand-overs without asking until the next file that asks
+        grants some: those made are still counted by it (or by stats())"""
+        self._routinegranted -= self._routine
+        self._routine = 0
+
+    def _handed(self, duration, files=1):
         """a file was handed over in ``duration`` seconds: what background
-        closing cost the submitter"""
+        closing cost the submitter.  It stands for ``files`` hand-overs,
+        those made without asking since (counted, not timed)."""
         self._book.mine()['close'].add(duration)
         if self._policy.policy == ADAPTIVE:
             # unlocked: a race between two submitters only blurs it
-            self._policy.learn_handover(duration)
+            self._policy.learn_handover(duration, files)
 
     def _close_inline(self, target, name, start, probing):
         """close ``target`` on this thread, timed from ``start``; a probe
@@ -749,27 +790,43 @@ class Closer:
         _HANDED, _PROBE (time it inline for a probe) or _INLINE.  If this
         raises, ``fd`` was either handed over or is still the caller's (and
         in ``owned``): never closed twice."""
+        owner = threading.get_ident() == self._owner
         with self._lock:
             policy = self._policy
+            # the routine hand-overs since the last file that asked came
+            # before this one: counted first
+            routine = 0
+            if owner:
+                routine = self._routinegranted - self._routine
+                self._routinegranted = self._routine = 0
+                self._untimedcount += routine
             if policy.take_probe():
+                if routine:
+                    self._account_locked(routine)
                 return _PROBE
-            # _account_locked(), on the path of every file handed over
-            interval = policy.account()
-            if interval is not None:
-                self._grow_locked(interval)
+            self._account_locked(routine + 1)
+            granted = 0
+            if owner and policy.sample > 1:
+                granted = policy.routine_handovers()
         # from here on, the lane may hold failures to raise
         self._laneused = True
         lane = self._lane
         if lane.pending >= self.maxqueue and lane.threads < self.maxthreads:
             # the pool is too small for this latency: grow it now
             self._start_workers(1)
+        began = self._clock()
         try:
             # waits for room without the GIL; queues and drops fd from
             # owned in one step, or raises having done neither
-            lane.submit(fd, name, data)
+            full = lane.submit(fd, name, data)
         except RuntimeError:
             # the lane stopped meanwhile (finish() on another thread)
             return _INLINE
+        # timed: the hand-over and any wait for room, not the sizing above,
+        # which may start a thread and now stands for a whole window
+        self._handed(self._clock() - began, routine + 1)
+        if granted and not full and not self._stopping:
+            self._routine = self._routinegranted = granted
         return _HANDED
 
     def _enqueue_locked(self, target, name):
@@ -854,10 +911,10 @@ class Closer:
             else:
                 queuednames.pop(name, None)
 
-    def _account_locked(self):
-        """count a submission: size the pool at every window, and count
-        down to the next probe"""
-        interval = self._policy.account()
+    def _account_locked(self, count=1):
+        """count ``count`` submissions: size the pool at every window, and
+        count down to the next probe"""
+        interval = self._policy.account(count)
         if interval is not None:
             self._grow_locked(interval)
 
@@ -1198,6 +1255,7 @@ class Closer:
         time.monotonic()) has passed, if any"""
         with self._lock:
             self._stopping = True
+            self._end_routine()
             self._work.notify_all()
             # submitters waiting for room close their files themselves now
             self._room.notify_all()
@@ -1276,6 +1334,7 @@ class Closer:
         self._lane = None
         self._laneused = False
         self._latesttokens = None
+        self._routine = self._routinegranted = 0
 
     def __enter__(self):
         return self

@@ -249,26 +249,39 @@ class Policy:
             return True
         return False
 
-    def account(self):
-        """count one file handed over; at the end of a sizing window, the
-        mean interval between submissions in it (else None)"""
+    def account(self, count=1):
+        """count ``count`` files handed over; at the end of a sizing window,
+        the mean interval between submissions in it (else None)"""
         interval = None
-        self._wincount += 1
+        self._wincount += count
         if self._wincount >= self.window:
             now = self._clock()
             interval = (now - self._winstart) / self._wincount
             self._winstart = now
             self._wincount = 0
         if self.policy == ADAPTIVE:
-            self._probeat -= 1
+            self._probeat -= count
             if self._probeat <= 0:
                 self._probeleft = self.PROBE_LENGTH
                 self._probesum = 0.0
         return interval
 
-    def learn_handover(self, duration):
+    def routine_handovers(self):
+        """background mode, once a file was handed over and counted: how
+        many of the next hand-overs need no decision (no probe starts, no
+        sizing window ends), and may be counted later, all at once, by
+        ``account(count)`` before the next file that asks"""
+        if not self.background or self._probeleft:
+            return 0
+        left = self.window - self._wincount - 1
+        if self.policy == ADAPTIVE:
+            left = min(left, self._probeat - 1)
+        return max(0, left)
+
+    def learn_handover(self, duration, files=1):
         """background mode: handing one file over took the submitter
-        ``duration`` seconds"""
+        ``duration`` seconds; it stands for ``files`` hand-overs (those
+        not timed since the last one that was)"""
         # waiting for room lasts until some thread finishes a close, a few
         # closes at most (longer when the threads' closes slow each other
         # down): a submitter preempted in the middle of a hand-over is not
@@ -277,7 +290,8 @@ class Policy:
         if self.handover is None:
             self.handover = duration
         else:
-            self.handover += (duration - self.handover) * self.HANDOVER_SMOOTHING
+            weight = min(1.0, self.HANDOVER_SMOOTHING * files)
+            self.handover += (duration - self.handover) * weight
 
     def learn_probe(self, duration):
         """one close of a probe took ``duration`` seconds, inline"""
