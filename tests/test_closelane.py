@@ -21,6 +21,7 @@ import subprocess
 import sys
 import sysconfig
 import textwrap
+import time
 
 import pytest
 
@@ -119,6 +120,31 @@ def test_most_lane_hand_overs_ask_the_policy_nothing_and_all_count(
     assert len(asked[1]) == 300
     # the first file, then the last of each window of 16
     assert len(asked[8]) == 1 + 300 // 16
+
+
+@pytest.mark.skipif(
+    not (hasattr(os, 'SCHED_BATCH') and os.path.isdir('/proc/self/task')),
+    reason='batch scheduling and /proc/self/task are Linux only',
+)
+def test_lane_threads_do_not_preempt_the_writer():
+    # they run as batch threads: a thread woken as its close returns waits
+    # for the next tick or an idle core instead of preempting the writer
+    before = set(os.listdir('/proc/self/task'))
+    lane = closermod._closelane.Lane(4, 2)
+    assert lane.start(2) == 2
+    try:
+        started = set(os.listdir('/proc/self/task')) - before
+        assert len(started) == 2
+        # each thread sets its policy as it begins: wait for that, boundedly
+        for _ in range(500):
+            policies = [os.sched_getscheduler(int(tid)) for tid in started]
+            if policies == [os.SCHED_BATCH] * 2:
+                break
+            time.sleep(0.01)
+    finally:
+        lane.stop()
+    assert policies == [os.SCHED_BATCH] * 2
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER
 
 
 def test_a_forked_child_hands_nothing_to_the_parent_s_lane(tmp_path):
