@@ -160,10 +160,16 @@ static void *lane_thread(void *arg)
 		 * it keeps its fair share of the CPU but does not preempt the
 		 * writer for that.  An update's forked workers keep both cores
 		 * of a small machine busy: woken as normal threads, the lane
-		 * threads preempted a worker at nearly every close.  Refused
-		 * (a sandbox), the thread runs as it was made. */
+		 * threads preempted a worker at nearly every close.  Only from
+		 * the default policy (one the user chose with chrt stays);
+		 * refused (a sandbox), the thread runs as it was made. */
 		struct sched_param param = {0};
-		pthread_setschedparam(pthread_self(), SCHED_BATCH, &param);
+		int policy;
+		if (pthread_getschedparam(pthread_self(), &policy, &param) == 0 &&
+		    policy == SCHED_OTHER) {
+			param.sched_priority = 0;
+			pthread_setschedparam(pthread_self(), SCHED_BATCH, &param);
+		}
 	}
 #endif
 

@@ -396,16 +396,22 @@ class Closer:
             sample=sample,
         )
         # inline closes left before the next timed one, and how many were
-        # not timed (owner thread only)
+        # not timed, and of hand-overs to the lane made without asking
+        # (owner thread only)
         self._untimed = 0
         self._untimedcount = 0
         # hand-overs to the C lane that need no decision of the policy, left
         # before the next one that does, and how many were granted: those
         # go straight to the lane, untimed, and are counted by the next
         # file that asks (owner thread only; none while a report times
-        # every hand-over)
+        # every hand-over, nor once another thread submitted too)
         self._routine = 0
         self._routinegranted = 0
+        # the last run ended early, on a full lane: the next file's wait
+        # for room stands for itself alone
+        self._routinecut = False
+        # a thread other than the owner submitted: every file asks
+        self._shared = False
         room = fdroom() if callable(fdroom) else fdroom
         if room is not None:
             # half of what is left: the submitters open files too
@@ -494,7 +500,8 @@ class Closer:
 
     def stats(self):
         """merged statistics: ``close`` (time submitters spent closing or
-        waiting; the inline closes not sampled are counted, not timed) and
+        waiting; the inline closes not sampled and the hand-overs made
+        without asking are counted, not timed) and
         ``close-background`` (time spent on worker threads)"""
         merged = self._book.merged()
         merged['close'].count += self._untimedcount
@@ -582,11 +589,11 @@ class Closer:
         if (
             self._routine
             and type(target) is int
+            and not self._stopping
             and threading.get_ident() == self._owner
         ):
             # most descriptors handed to the C lane: nothing to decide, so
             # none of the policy's calls, lock or clock (see _submit_to_lane)
-            self._routine -= 1
             try:
                 # queues fd and drops it from owned in one step, or raises
                 # having done neither
@@ -596,10 +603,12 @@ class Closer:
                 # the long way below closes it here
                 self._end_routine()
             else:
+                # counted once handed over: one that raised was not
+                self._routine -= 1
                 if full:
                     # full: the next file goes the long way, which grows
                     # the pool
-                    self._end_routine()
+                    self._end_routine(cut=True)
                 if (
                     self._lane.failed != self._lanefailures
                     or self._raised < len(self._errors)
@@ -670,7 +679,7 @@ class Closer:
         ):
             # a file object is closed inline: the lane closes descriptors
             if type(target) is int:
-                outcome = self._submit_to_lane(target, name, data)
+                outcome = self._submit_to_lane(target, name, data, start)
                 if outcome is _HANDED:
                     return
                 probing = outcome is _PROBE
@@ -736,11 +745,14 @@ class Closer:
         else:
             target.discard()
 
-    def _end_routine(self):
+    def _end_routine(self, cut=False):
         """no more hand-overs without asking until the next file that asks
-        grants some: those made are still counted by it (or by stats())"""
+        grants some: those made are still counted by it (or by stats());
+        ``cut``: ended by a full lane"""
         self._routinegranted -= self._routine
         self._routine = 0
+        if cut:
+            self._routinecut = True
 
     def _handed(self, duration, files=1):
         """a file was handed over in ``duration`` seconds: what background
@@ -785,28 +797,35 @@ class Closer:
         elif policy.policy == ADAPTIVE and not self._stopping:
             self._learn_inline(duration)
 
-    def _submit_to_lane(self, fd, name, data=None):
+    def _submit_to_lane(self, fd, name, data, start):
         """hand ``fd`` to the C lane, unless it is to be closed inline:
         _HANDED, _PROBE (time it inline for a probe) or _INLINE.  If this
         raises, ``fd`` was either handed over or is still the caller's (and
-        in ``owned``): never closed twice."""
+        in ``owned``): never closed twice.  ``start``: when close() began."""
         owner = threading.get_ident() == self._owner
         with self._lock:
             policy = self._policy
-            # the routine hand-overs since the last file that asked came
-            # before this one: counted first
             routine = 0
             if owner:
-                routine = self._routinegranted - self._routine
+                # the hand-overs made without asking since the last file
+                # that asked came before this one: counted first
+                routine = max(0, self._routinegranted - self._routine)
                 self._routinegranted = self._routine = 0
                 self._untimedcount += routine
+            else:
+                # another thread submits too: from now on every file asks,
+                # so that the policy counts them in the order they come
+                self._shared = True
+            # what this file's hand-over time stands for in the estimate
+            stands = 1 if self._routinecut else routine + 1
+            self._routinecut = False
             if policy.take_probe():
                 if routine:
                     self._account_locked(routine)
                 return _PROBE
             self._account_locked(routine + 1)
             granted = 0
-            if owner and policy.sample > 1:
+            if owner and not self._shared and policy.sample > 1:
                 granted = policy.routine_handovers()
         # from here on, the lane may hold failures to raise
         self._laneused = True
@@ -822,11 +841,16 @@ class Closer:
         except RuntimeError:
             # the lane stopped meanwhile (finish() on another thread)
             return _INLINE
-        # timed: the hand-over and any wait for room, not the sizing above,
-        # which may start a thread and now stands for a whole window
-        self._handed(self._clock() - began, routine + 1)
-        if granted and not full and not self._stopping:
-            self._routine = self._routinegranted = granted
+        # a file that stands for a run of hand-overs is timed around the
+        # submit alone: the window's sizing above may start a thread, which
+        # would weigh as much as the whole run.  One on its own is timed
+        # from the start of close(), as every file is when each asks.
+        self._handed(self._clock() - (began if stands > 1 else start), stands)
+        if granted and not full:
+            # the count first: an interrupt in between grants nothing (the
+            # fast path also refuses once the closer is stopping)
+            self._routinegranted = granted
+            self._routine = granted
         return _HANDED
 
     def _enqueue_locked(self, target, name):
@@ -1334,7 +1358,7 @@ class Closer:
         self._lane = None
         self._laneused = False
         self._latesttokens = None
-        self._routine = self._routinegranted = 0
+        self._end_routine()
 
     def __enter__(self):
         return self

@@ -28,7 +28,9 @@ The three policies:
   when those are cheap (below half the threshold), or when they cost the
   writer no more than handing a file over did meanwhile: the hand-over is
   timed too (the queue's lock, and waiting for room when the threads fall
-  behind, as closes that burn CPU on few cores make them).  Closes sent
+  behind, as closes that burn CPU on few cores make them; on the C lane,
+  unless a report times every file, one hand-over a sizing window, which
+  stands for the files handed over without asking since).  Closes sent
   back inline that way try the background again after ``PROBE_FIRST``
   slow closes, then twice as many each time that does not pay either.
 
@@ -260,8 +262,11 @@ class Policy:
             self._winstart = now
             self._wincount = 0
         if self.policy == ADAPTIVE:
+            before = self._probeat
             self._probeat -= count
-            if self._probeat <= 0:
+            # as the count reaches zero only: files of another submitter
+            # counted late, while a probe runs, do not start it again
+            if before > 0 >= self._probeat:
                 self._probeleft = self.PROBE_LENGTH
                 self._probesum = 0.0
         return interval
@@ -271,10 +276,11 @@ class Policy:
         many of the next hand-overs need no decision (no probe starts, no
         sizing window ends), and may be counted later, all at once, by
         ``account(count)`` before the next file that asks"""
-        if not self.background or self._probeleft:
+        if not self.background:
             return 0
         left = self.window - self._wincount - 1
         if self.policy == ADAPTIVE:
+            # not below zero until a probe is over
             left = min(left, self._probeat - 1)
         return max(0, left)
 
@@ -290,7 +296,8 @@ class Policy:
         if self.handover is None:
             self.handover = duration
         else:
-            weight = min(1.0, self.HANDOVER_SMOOTHING * files)
+            # as much as ``files`` hand-overs of that time would weigh
+            weight = 1.0 - (1.0 - self.HANDOVER_SMOOTHING) ** max(1, files)
             self.handover += (duration - self.handover) * weight
 
     def learn_probe(self, duration):
