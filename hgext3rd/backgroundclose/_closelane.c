@@ -166,10 +166,8 @@ static void *lane_thread(void *arg)
 		struct sched_param param = {0};
 		int policy;
 		if (pthread_getschedparam(pthread_self(), &policy, &param) == 0 &&
-		    policy == SCHED_OTHER) {
-			param.sched_priority = 0;
+		    policy == SCHED_OTHER) /* whose priority is always 0 */
 			pthread_setschedparam(pthread_self(), SCHED_BATCH, &param);
-		}
 	}
 #endif
 

@@ -609,6 +609,8 @@ class Closer:
                     # full: the next file goes the long way, which grows
                     # the pool
                     self._end_routine(cut=True)
+                # the check at the end of close(), inline here: this path
+                # is the one most files take (the lane is in use)
                 if (
                     self._lane.failed != self._lanefailures
                     or self._raised < len(self._errors)
