@@ -29,6 +29,11 @@ file revlog, what core's revlog does through the store's vfs (a read open
 that fails, an ``r+`` open that fails, a ``w+`` open registered with the
 transaction, seek, write, tell, close), inside a changegroup session
 (``-report`` modes do not apply).
+
+``--seam update`` times a working-copy update's path: each file written
+with ``repo.wwrite(..., backgroundclose=True)`` inside
+``wvfs.backgroundclosing()``, as each update worker writes its share;
+``core`` is core's own closer there (nor do ``-report`` modes apply).
 """
 
 import argparse
@@ -69,6 +74,8 @@ def run(mode, root, count, size, seam='stream'):
     extensions.populateui(ui)
     if seam == 'revlog':
         return run_revlogs(mode, ui, root, count, size)
+    if seam == 'update':
+        return run_update(mode, ui, root, count, size)
     from hgext3rd.backgroundclose import streamapply
 
     shutil.rmtree(root, ignore_errors=True)
@@ -133,6 +140,36 @@ def run_revlogs(mode, ui, root, count, size):
         return (time.perf_counter() - start) / count * 1e6
 
 
+def run_update(mode, ui, root, count, size):
+    from mercurial import vfs as vfsmod
+    from hgext3rd.backgroundclose import workingcopy
+
+    shutil.rmtree(root, ignore_errors=True)
+    repo = hg.repository(ui, root, create=True)
+    data = b'x' * size
+    names = [b'd%d/f%d' % (i // 2, i) for i in range(count)]
+
+    def update():
+        with repo.wvfs.backgroundclosing(repo.ui, count):
+            for name in names:
+                repo.wwrite(name, data, b'', backgroundclose=True)
+
+    # core: core's own closer, the extension's taken out while this runs
+    wrapper = None
+    if mode == 'core':
+        wrapper = extensions.unwrapfunction(
+            vfsmod, 'backgroundfilecloser', workingcopy.backgroundfilecloser
+        )
+    try:
+        with repo.wlock():
+            start = time.perf_counter()
+            update()
+            return (time.perf_counter() - start) / count * 1e6
+    finally:
+        if wrapper is not None:
+            extensions.wrapfunction(vfsmod, 'backgroundfilecloser', wrapper)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('dir')
@@ -141,7 +178,7 @@ def main():
                         help='bytes per file')
     parser.add_argument('--runs', type=int, default=3)
     parser.add_argument('--modes', default=None)
-    parser.add_argument('--seam', choices=('stream', 'revlog'),
+    parser.add_argument('--seam', choices=('stream', 'revlog', 'update'),
                         default='stream')
     args = parser.parse_args()
     known = [m for m in MODES
