@@ -196,6 +196,31 @@ def test_errors_recorded_by_other_threads_raised_on_owner():
     assert str(caught.value) == 'error writing w: full'
 
 
+@pytest.mark.skipif(not hasattr(os, 'SCHED_BATCH'),
+                    reason='batch scheduling is Linux only')
+@pytest.mark.skipif(
+    hasattr(os, 'sched_getscheduler')
+    and os.sched_getscheduler(0) != getattr(os, 'SCHED_OTHER', 0),
+    reason='the tests run under a scheduling policy chosen with chrt, '
+    'which the close threads keep',
+)
+def test_python_close_threads_run_as_batch_threads_the_writer_does_not():
+    # as the C lane's threads: woken as a close returns, a thread does not
+    # preempt the writer.  What each close's thread runs as, and the writer
+    # after the closer is done
+    policies = []
+
+    def close(target):
+        policies.append(os.sched_getscheduler(0))
+
+    with Closer(policy=closermod.BACKGROUND, minfilecount=0, closefn=close,
+                fdroom=None, threads=2) as closer:
+        for target in range(20):
+            closer.close(target)
+    assert policies == [os.SCHED_BATCH] * 20
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER
+
+
 class FakeClock:
     """a clock that only moves when a fake close takes time"""
 

@@ -95,6 +95,23 @@ else:  # Windows: Ctrl-C reaches the main thread's waits anyway
 # how often finish() wakes up to let an interrupt through, in seconds
 _POLL = 0.1
 
+
+def _run_as_batch_thread():
+    """make the calling thread a batch thread (Linux), as the C lane's
+    threads make themselves: a thread woken as its close returns then does
+    not preempt the writer, and keeps its fair share of the CPU.  Only from
+    the default policy (one chosen with chrt stays); refused, the thread
+    runs as it was made."""
+    batch = getattr(os, 'SCHED_BATCH', None)
+    if batch is None:
+        return
+    try:
+        # 0: the calling thread, not the process (Linux)
+        if os.sched_getscheduler(0) == os.SCHED_OTHER:
+            os.sched_setscheduler(0, batch, os.sched_param(0))
+    except OSError:
+        pass
+
 # CPU time of the calling thread (a scan on close burns it, a wait does not)
 _thread_time = time.thread_time
 
@@ -1085,6 +1102,7 @@ class Closer:
         if _WORKER_BLOCKS is not None:
             # first: the owner thread is the one to get Ctrl-C
             signal.pthread_sigmask(signal.SIG_BLOCK, _WORKER_BLOCKS)
+        _run_as_batch_thread()
         lock = self._lock
         lock.acquire()
         if threading.current_thread() not in self._workers:
