@@ -30,6 +30,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
 sys.path.insert(0, os.path.dirname(__file__))
 
 from fdcheck import is_open  # noqa: E402
+from scheduling import under_chosen_policy  # noqa: E402
 from hgext3rd.backgroundclose import closer as closermod  # noqa: E402
 
 Closer = closermod.Closer
@@ -179,12 +180,7 @@ def test_a_run_cut_short_by_a_stopped_lane_closes_here_counted_once(
     not (hasattr(os, 'SCHED_BATCH') and os.path.isdir('/proc/self/task')),
     reason='batch scheduling and /proc/self/task are Linux only',
 )
-@pytest.mark.skipif(
-    hasattr(os, 'sched_getscheduler')
-    and os.sched_getscheduler(0) != getattr(os, 'SCHED_OTHER', 0),
-    reason='the tests run under a scheduling policy chosen with chrt, '
-    'which the lane threads keep',
-)
+@under_chosen_policy
 def test_lane_threads_do_not_preempt_the_writer():
     # they run as batch threads: a thread woken as its close returns waits
     # for the next tick or an idle core instead of preempting the writer

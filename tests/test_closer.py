@@ -16,8 +16,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
+sys.path.insert(0, os.path.dirname(__file__))
 
 from hgext3rd.backgroundclose import closer as closermod  # noqa: E402
+from scheduling import under_chosen_policy  # noqa: E402
 
 Closer = closermod.Closer
 
@@ -198,12 +200,7 @@ def test_errors_recorded_by_other_threads_raised_on_owner():
 
 @pytest.mark.skipif(not hasattr(os, 'SCHED_BATCH'),
                     reason='batch scheduling is Linux only')
-@pytest.mark.skipif(
-    hasattr(os, 'sched_getscheduler')
-    and os.sched_getscheduler(0) != getattr(os, 'SCHED_OTHER', 0),
-    reason='the tests run under a scheduling policy chosen with chrt, '
-    'which the close threads keep',
-)
+@under_chosen_policy
 def test_python_close_threads_run_as_batch_threads_the_writer_does_not():
     # as the C lane's threads: woken as a close returns, a thread does not
     # preempt the writer.  What each close's thread runs as, and the writer
