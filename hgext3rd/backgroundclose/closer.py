@@ -112,6 +112,7 @@ def _run_as_batch_thread():
     except OSError:
         pass
 
+
 # CPU time of the calling thread (a scan on close burns it, a wait does not)
 _thread_time = time.thread_time
 
