@@ -33,7 +33,9 @@ transaction, seek, write, tell, close), inside a changegroup session
 ``--seam update`` times a working-copy update's path: each file written
 with ``repo.wwrite(..., backgroundclose=True)`` inside
 ``wvfs.backgroundclosing()``, as each update worker writes its share;
-``core`` is core's own closer there (nor do ``-report`` modes apply).
+``core`` is core's own closer there, which closes inline outside Windows
+unless ``worker.backgroundclose`` is set (nor do ``-report`` modes
+apply).
 """
 
 import argparse

@@ -198,8 +198,9 @@ def test_errors_recorded_by_other_threads_raised_on_owner():
     assert str(caught.value) == 'error writing w: full'
 
 
-@pytest.mark.skipif(not hasattr(os, 'SCHED_BATCH'),
-                    reason='batch scheduling is Linux only')
+@pytest.mark.skipif(
+    not (hasattr(os, 'SCHED_BATCH') and sys.platform.startswith('linux')),
+    reason='batch scheduling is Linux only')
 @under_chosen_policy
 def test_python_close_threads_run_as_batch_threads_the_writer_does_not():
     # as the C lane's threads: woken as a close returns, a thread does not

@@ -103,7 +103,15 @@ def _run_as_batch_thread():
     the default policy (one chosen with chrt stays); refused, the thread
     runs as it was made."""
     batch = getattr(os, 'SCHED_BATCH', None)
-    if batch is None:
+    # Linux only: elsewhere 0 may stand for the whole process.  Checked in
+    # full: a thread that raised here would never reach the lock, and
+    # finish() would wait for it forever
+    if (
+        batch is None
+        or not sys.platform.startswith('linux')
+        or not hasattr(os, 'sched_setscheduler')
+        or not hasattr(os, 'sched_getscheduler')
+    ):
         return
     try:
         # 0: the calling thread, not the process (Linux)
