@@ -9,8 +9,7 @@ import os
 
 import pytest
 
-# the close threads make themselves batch threads only from the default
-# policy: under one chosen with chrt (for the whole test run) they keep it
+
 def _policy():
     try:
         return os.sched_getscheduler(0)
@@ -18,6 +17,8 @@ def _policy():
         return None
 
 
+# the close threads make themselves batch threads only from the default
+# policy: under one chosen with chrt (for the whole test run) they keep it
 under_chosen_policy = pytest.mark.skipif(
     _policy() not in (None, getattr(os, 'SCHED_OTHER', 0)),
     reason='the tests run under a scheduling policy chosen with chrt, '

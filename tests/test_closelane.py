@@ -199,6 +199,7 @@ def test_lane_threads_do_not_preempt_the_writer():
     finally:
         lane.stop()
     assert policies == [os.SCHED_BATCH] * 2
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER
 
 
 def test_a_forked_child_hands_nothing_to_the_parent_s_lane(tmp_path):
