@@ -131,3 +131,22 @@ Mercurial releases, whose revlogs differ a little: they are globbed.)
   abort: stream ended unexpectedly* (glob)
   exit 255
   r: as new
+
+The same stream cut short inside its last file, applied by 'hg unbundle'
+with closes measured cheap: the closer leaves most files to core, and the
+last one is still found short.  (Before Mercurial 7.0 those files are
+counted by the sizes the stream declares, and only the last one is
+measured.)  A whole stream applies as it should.
+
+  $ cheap="--config worker.backgroundclosethreshold=100000"
+  $ rm -rf r && hg init r
+  $ hg -R r -q unbundle $cheap v2-cut-in-the-last-file.hg
+  abort: malformed stream clone data: * bytes of file data, the header declares * (glob)
+  (the bundle or the stream from the server is damaged)
+  [255]
+  $ asnew r
+  r: as new
+  $ hg -R src bundle -q -a --type 'none-v2;stream=v2' whole-v2.hg
+  $ rm -rf r && hg init r
+  $ hg -R r -q unbundle $cheap whole-v2.hg
+  $ hg -R r verify -q

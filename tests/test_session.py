@@ -8,6 +8,7 @@
 session (session.py): one way to end it, one wording for a failed close,
 and no state outside the repository it writes into."""
 
+import io
 import os
 import sys
 import threading
@@ -15,8 +16,11 @@ import threading
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
+sys.path.insert(0, os.path.dirname(__file__))
 
-from mercurial import error, hg  # noqa: E402
+from mercurial import error, hg, util  # noqa: E402
+
+import streamcraft  # noqa: E402
 
 from hgext3rd.backgroundclose import (  # noqa: E402
     closer as closermod,
@@ -258,6 +262,106 @@ def test_the_bytes_of_files_left_to_core_are_checked(cheap_closes_repo):
         b': %d bytes of file data, the header declares %d'
         % (stream_bytes(count), stream_bytes(count) + 1)
     )
+
+
+def copy_stream_files(repo, session, files, stream):
+    """copy ``files`` ((name, declared size)) out of ``stream`` inside the
+    session, as stream v2 before Mercurial 7.0 copies them"""
+
+    def consume():
+        with repo.svfs.backgroundclosing(repo.ui):
+            for name, size in files:
+                with repo.svfs(name, b'w') as fp:
+                    for chunk in util.filechunkiter(stream, limit=size):
+                        fp.write(chunk)
+
+    session.stream = stream
+    with repo.lock():
+        session.run(repo.store.rawvfs,
+                    streamapply.session_seams(session, repo),
+                    consume, (), {})
+
+
+@pytest.fixture
+def v2_through_the_vfs(cheap_closes_repo, monkeypatch):
+    """a repository, a stream v2 apply session as before Mercurial 7.0
+    (files written through the vfs), and the files of its stream: one
+    sample through the session, then as many left to core"""
+    monkeypatch.setattr(streamapply.compat, 'HAS_WRITE_FILES', False)
+    count = sessionmod.Session.SAMPLE * 2
+    files = [(b'data/f%d.i' % n, len(b'%d' % n)) for n in range(count)]
+    data = b''.join(b'%d' % n for n in range(count))
+    session = streamapply.ApplySession(
+        cheap_closes_repo, b'v2', expectedbytes=len(data)
+    )
+    return cheap_closes_repo, session, files, data
+
+
+def stats_of(monkeypatch, paths):
+    """which of ``paths`` os.stat() is asked about from now on, in order"""
+    stats = []
+    stat = os.stat
+
+    def counting_stat(path, *args, **kwargs):
+        if os.fsencode(path) in paths:
+            stats.append(path)
+        return stat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, 'stat', counting_stat)
+    return stats
+
+
+def test_files_left_to_core_count_the_sizes_the_stream_declares(
+    v2_through_the_vfs, monkeypatch
+):
+    repo, session, files, data = v2_through_the_vfs
+    # the sample's files are the session's own, then the rest left to core
+    left = [repo.svfs.join(name) for name, _size in files[len(files) // 2:]]
+    stats = stats_of(monkeypatch, set(left))
+    copy_stream_files(repo, session, files, io.BytesIO(data))
+    assert session.skipped == len(left)
+    # counted by the sizes the stream declares, only the last one measured
+    assert stats == left[-1:]
+    assert repo.svfs.read(files[-1][0]) == b'%d' % (len(files) - 1)
+
+
+def test_a_stream_that_ends_inside_a_file_left_to_core_is_found_short(
+    v2_through_the_vfs
+):
+    repo, session, files, data = v2_through_the_vfs
+    with pytest.raises(error.Abort) as caught:
+        copy_stream_files(repo, session, files, io.BytesIO(data[:-1]))
+    assert session.skipped == len(files) // 2
+    assert caught.value.message.endswith(
+        b': %d bytes of file data, the header declares %d'
+        % (len(data) - 1, len(data))
+    )
+
+
+@pytest.mark.skipif(
+    compat.HAS_WRITE_FILES,
+    reason='from Mercurial 7.0 on, _write_files writes stream v2 files',
+)
+def test_core_s_v2_consumer_declares_the_sizes_of_files_left_to_core(
+    cheap_closes_repo, monkeypatch
+):
+    from mercurial import streamclone
+
+    repo = cheap_closes_repo
+    count = sessionmod.Session.SAMPLE * 2
+    names = [b'data/f%d.i' % n for n in range(count)]
+    payload = streamcraft.v2_payload(
+        [(b's', name, b'%d' % n) for n, name in enumerate(names)]
+    )
+    # the sample's files are the session's own, then the rest left to core
+    left = [repo.svfs.join(name) for name in names[count // 2:]]
+    stats = stats_of(monkeypatch, set(left))
+    consume = streamapply.consumer(b'v2')
+    consume(streamclone.consumev2, repo, io.BytesIO(payload), count,
+            stream_bytes(count))
+    # counted by the sizes the stream declares, only the last one measured
+    assert stats == left[-1:]
+    assert repo.svfs.read(names[-1]) == b'%d' % (count - 1)
 
 
 def test_files_left_to_core_open_without_the_posixfile_wrapper(

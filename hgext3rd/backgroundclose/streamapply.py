@@ -31,10 +31,13 @@ While closes and opens are measured cheap, with no report to time files
 for, the session leaves most files to core and takes only a sample
 through its own path (session.py).  Files opened through the vfs are
 opened, written and closed by core (stream v1 hands its closes back to
-the session, which counts their bytes there; the others' bytes are
-counted by their size once the stream is written).  Stream v2 from 7.0 on
-writes them in the replacement of ``_write_files`` as core's own does
-(``_write_as_core``), and ``prepare_streamed_file`` goes straight to core.
+the session, which counts their bytes there; stream v2 before 7.0 copies
+each file right after opening it, and the session takes the size the
+stream declares for it as core asks ``util.filechunkiter`` for that many
+bytes; any other file is counted by its size once the stream is
+written).  Stream v2 from 7.0 on writes them in the replacement of
+``_write_files`` as core's own does (``_write_as_core``), and
+``prepare_streamed_file`` goes straight to core.
 
 Parent directories of the files opened through the vfs are made by the
 session, each once (directories.py), which spares core's repeated attempts
@@ -125,6 +128,14 @@ class ApplySession(sessionmod.Session):
         # it was one of them
         self._corefiles = []
         self._corebytes = 0
+        # stream v2 through the vfs (filechunkiter): the stream the
+        # consumer reads, the file core just opened (vfs, path) until the
+        # stream declares its size, the bytes declared for core's files so
+        # far and the latest of them (vfs, path, size)
+        self.stream = None
+        self.awaiting_size = None
+        self._declaredbytes = 0
+        self._lastdeclared = None
         self._coreclose = False
         self._lastcore = None
         # whole files written by writer threads where opens wait
@@ -241,8 +252,10 @@ class ApplySession(sessionmod.Session):
 
     def finish(self, failing):
         # nothing is registered once the apply is over; the transaction
-        # may outlive the session (an outer one), which must not keep it
+        # may outlive the session (an outer one), which must not keep it,
+        # nor the stream
         self._tr = None
+        self.stream = None
         super().finish(failing)
 
     def take_back(self):
@@ -344,12 +357,23 @@ class ApplySession(sessionmod.Session):
         check for v1; v2 reads what is left without checking)"""
         if self.expectedbytes is None:
             return
-        # stat each file core wrote once, though stream v2 before 7.0
+        # count each file core wrote once, though stream v2 before 7.0
         # leaves several backgroundclosing() contexts, each checking
+        self._settle_pending_size()
         self._corebytes += sum(
             os.stat(vfs.join(path)).st_size for vfs, path in self._corefiles
         )
         del self._corefiles[:]
+        if self._lastdeclared is not None:
+            # a file core copies holds the size the stream declared for it,
+            # unless the stream ended inside it; no file can follow such a
+            # one (core aborts reading the next header), so only the latest
+            # can be short: one stat instead of one a file
+            vfs, path, size = self._lastdeclared
+            self._corebytes += (
+                self._declaredbytes - size + os.stat(vfs.join(path)).st_size
+            )
+            self._declaredbytes, self._lastdeclared = 0, None
         written = self.book.merged()['write'].bytes + self._corebytes
         if written != self.expectedbytes:
             raise malformed.abort(
@@ -375,8 +399,23 @@ class ApplySession(sessionmod.Session):
         if closedhere:
             self._coreclose = True
         elif self.expectedbytes is not None:
-            self._corefiles.append((vfs, path))
+            self._settle_pending_size()
+            self.awaiting_size = (vfs, path)
         self._lastcore = (vfs, path)
+
+    def size_declared(self, size):
+        """the stream declares ``size`` bytes for the file core just
+        opened (``awaiting_size``), and core is about to copy them"""
+        vfs, path = self.awaiting_size
+        self.awaiting_size = None
+        self._declaredbytes += size
+        self._lastdeclared = (vfs, path, size)
+
+    def _settle_pending_size(self):
+        # no size declared for the file core opened: counted by its size
+        if self.awaiting_size is not None:
+            self._corefiles.append(self.awaiting_size)
+            self.awaiting_size = None
 
     def closes_core_file(self):
         """whether the file core closes now is one left to it"""
@@ -1044,10 +1083,18 @@ def consumer(fmt):
     return wrapper
 
 
-def _apply(session, orig, repo, fp, args, kwargs):
-    """run the consumer in ``session``; take back what it wrote if it
-    fails"""
+def session_seams(session, repo):
+    """the wrappers in place while ``session`` applies a stream to
+    ``repo``"""
     wrappers = list(_SESSION_SEAMS)
+    if (
+        session.format == b'v2'
+        and session.expectedbytes is not None
+        and not compat.HAS_WRITE_FILES
+    ):
+        # the sizes of the files left to core (stream v1 counts them as
+        # they close, v3 declares no total)
+        wrappers.append(_FILECHUNKITER_SEAM)
     if session.journaled and type(repo.svfs) is not vfsmod.vfs:
         # the store's vfs class, which encodes names (see storeopen)
         wrappers.append((type(repo.svfs), '__call__', storeopen))
@@ -1058,6 +1105,14 @@ def _apply(session, orig, repo, fp, args, kwargs):
     ):
         # core makes the directories of stream v2 files there: time them
         wrappers.append(_MKDIR_SEAM)
+    return wrappers
+
+
+def _apply(session, orig, repo, fp, args, kwargs):
+    """run the consumer in ``session``; take back what it wrote if it
+    fails"""
+    session.stream = fp
+    wrappers = session_seams(session, repo)
     try:
         result = session.run(
             repo.store.rawvfs, wrappers, orig, (repo, fp) + args, kwargs
@@ -1182,6 +1237,25 @@ def write_files(session, orig, info):
     if not session.running:
         return orig(info)
     return session.write_files(info)
+
+
+def filechunkiter(session, orig, f, *args, **kwargs):
+    """stream v2 before Mercurial 7.0 copies each file with
+    ``util.filechunkiter(fp, limit=datalen)`` right after opening it: for
+    a file left to core, the size the stream declares (check_complete)"""
+    if (
+        session.awaiting_size is not None
+        and f is session.stream
+        and session.usable()
+    ):
+        limit = kwargs.get('limit', args[1] if len(args) > 1 else None)
+        if type(limit) is int:
+            session.size_declared(limit)
+    return orig(f, *args, **kwargs)
+
+
+# stream v2 through the vfs, with files left to core: their declared sizes
+_FILECHUNKITER_SEAM = (util, 'filechunkiter', filechunkiter)
 
 
 # wrapped only while a stream apply runs, bound to it (see seams.py)
