@@ -303,7 +303,10 @@ def stats_of(monkeypatch, paths):
     stat = os.stat
 
     def counting_stat(path, *args, **kwargs):
-        if os.fsencode(path) in paths:
+        # os.stat() also takes descriptors
+        if isinstance(path, (str, bytes, os.PathLike)) and (
+            os.fsencode(path) in paths
+        ):
             stats.append(path)
         return stat(path, *args, **kwargs)
 

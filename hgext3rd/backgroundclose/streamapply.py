@@ -34,10 +34,11 @@ opened, written and closed by core (stream v1 hands its closes back to
 the session, which counts their bytes there; stream v2 before 7.0 copies
 each file right after opening it, and the session takes the size the
 stream declares for it as core asks ``util.filechunkiter`` for that many
-bytes; any other file is counted by its size once the stream is
-written).  Stream v2 from 7.0 on writes them in the replacement of
-``_write_files`` as core's own does (``_write_as_core``), and
-``prepare_streamed_file`` goes straight to core.
+bytes; any other file of a stream that declares its total is counted by
+its size once the stream is written).  Stream v2 from 7.0 on writes them
+in the replacement of ``_write_files`` as core's own does
+(``_write_as_core``), and ``prepare_streamed_file`` goes straight to
+core.
 
 Parent directories of the files opened through the vfs are made by the
 session, each once (directories.py), which spares core's repeated attempts
