@@ -400,7 +400,9 @@ class ApplySession(sessionmod.Session):
         if closedhere:
             self._coreclose = True
         elif self.expectedbytes is not None:
-            self._settle_pending_size()
+            if self.awaiting_size is not None:
+                # tested here first: this runs for every file left to core
+                self._settle_pending_size()
             self.awaiting_size = (vfs, path)
         self._lastcore = (vfs, path)
 
@@ -1243,13 +1245,12 @@ def write_files(session, orig, info):
 def filechunkiter(session, orig, f, *args, **kwargs):
     """stream v2 before Mercurial 7.0 copies each file with
     ``util.filechunkiter(fp, limit=datalen)`` right after opening it: for
-    a file left to core, the size the stream declares (check_complete)"""
-    if (
-        session.awaiting_size is not None
-        and f is session.stream
-        and session.usable()
-    ):
-        limit = kwargs.get('limit', args[1] if len(args) > 1 else None)
+    a file left to core, the size the stream declares (check_complete).
+    Only the consumer's thread opens files left to core (``vfsopen``) and
+    reads its stream, so no thread check here: this runs for every file.
+    A size given otherwise is not taken (the file is measured instead)."""
+    if session.awaiting_size is not None and f is session.stream:
+        limit = kwargs.get('limit')
         if type(limit) is int:
             session.size_declared(limit)
     return orig(f, *args, **kwargs)
