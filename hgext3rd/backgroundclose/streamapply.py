@@ -124,18 +124,17 @@ class ApplySession(sessionmod.Session):
         self.inmakedirs = False  # see makedirs()
         # the files left to core while closes are cheap: those whose bytes
         # are counted by their size (vfs, path), the bytes of those core
-        # closed through the session, whether the file core opened last
-        # will be closed through it (stream v1), the last file opened, if
-        # it was one of them
+        # closed through the session or whose size the stream declared,
+        # whether the file core opened last will be closed through it
+        # (stream v1), the last file opened, if it was one of them
         self._corefiles = []
         self._corebytes = 0
         # stream v2 through the vfs (filechunkiter): the stream the
         # consumer reads, the file core just opened (vfs, path) until the
-        # stream declares its size, the bytes declared for core's files so
-        # far and the latest of them (vfs, path, size)
+        # stream declares its size, the latest file with a declared size
+        # (vfs, path, size)
         self.stream = None
         self.awaiting_size = None
-        self._declaredbytes = 0
         self._lastdeclared = None
         self._coreclose = False
         self._lastcore = None
@@ -371,10 +370,8 @@ class ApplySession(sessionmod.Session):
             # one (core aborts reading the next header), so only the latest
             # can be short: one stat instead of one a file
             vfs, path, size = self._lastdeclared
-            self._corebytes += (
-                self._declaredbytes - size + os.stat(vfs.join(path)).st_size
-            )
-            self._declaredbytes, self._lastdeclared = 0, None
+            self._corebytes += os.stat(vfs.join(path)).st_size - size
+            self._lastdeclared = None
         written = self.book.merged()['write'].bytes + self._corebytes
         if written != self.expectedbytes:
             raise malformed.abort(
@@ -411,7 +408,7 @@ class ApplySession(sessionmod.Session):
         opened (``awaiting_size``), and core is about to copy them"""
         vfs, path = self.awaiting_size
         self.awaiting_size = None
-        self._declaredbytes += size
+        self._corebytes += size
         self._lastdeclared = (vfs, path, size)
 
     def _settle_pending_size(self):
