@@ -174,14 +174,18 @@ class collecting:
         self._repo = repo.unfiltered()
 
     def __enter__(self):
-        self._saved = self._repo.__dict__.get(_COLLECTED)
+        # getattr and delattr, not the repository's __dict__ (seams.attached)
+        self._saved = getattr(self._repo, _COLLECTED, None)
         reports = []
         setattr(self._repo, _COLLECTED, reports)
         return reports
 
     def __exit__(self, exc_type, exc_value, exc_tb):
         if self._saved is None:
-            self._repo.__dict__.pop(_COLLECTED, None)
+            try:
+                delattr(self._repo, _COLLECTED)
+            except AttributeError:
+                pass
         else:
             setattr(self._repo, _COLLECTED, self._saved)
         return False

@@ -71,8 +71,15 @@ class attached:
         return self._session
 
     def __exit__(self, exc_type, exc_value, exc_tb):
-        # the attribute, not None: the vfs looks as it did
-        self._vfs.__dict__.pop(_WRITING, None)
+        # the attribute, not None: the vfs looks as it did.  Deleted, never
+        # popped from its __dict__: on Python 3.11 and 3.12 touching an
+        # object's __dict__ turns its attributes into a plain dict for good,
+        # and every later attribute read of the vfs (a changegroup's next
+        # step opens each file through it) takes twice as long
+        try:
+            delattr(self._vfs, _WRITING)
+        except AttributeError:  # removed already
+            pass
         return False
 
 
