@@ -413,6 +413,79 @@ def test_files_left_to_core_open_without_the_posixfile_wrapper(
     assert session.skipped == skip
 
 
+def runs_of(kinds):
+    """``[(own, count), ...]``: how many files in a row went through the
+    session's own path (own) or were left to core"""
+    runs = []
+    for kind in kinds:
+        own = kind in (handover.HandedOverFile, handover.DescriptorFile)
+        if runs and runs[-1][0] == own:
+            runs[-1][1] += 1
+        else:
+            runs.append([own, 1])
+    return [tuple(run) for run in runs]
+
+
+def skips_while(repo, session, count, cheap):
+    """write ``count`` stream files in ``session``, whose samples find
+    closes cheap while ``cheap(number)`` says so for the file being
+    written: the runs of own and core files (runs_of)"""
+    may_skip = session.may_skip
+    writing = [0]
+    session.may_skip = lambda: cheap(writing[0]) and may_skip()
+    kinds = []
+
+    def consume():
+        with repo.svfs.backgroundclosing(repo.ui):
+            for number in range(count):
+                writing[0] = number
+                with repo.svfs(b'data/f%d.i' % number, b'w') as fp:
+                    kinds.append(type(fp))
+                    fp.write(b'%d' % number)
+
+    with repo.lock():
+        session.run(repo.store.rawvfs, streamapply._SESSION_SEAMS, consume,
+                    (), {})
+    return runs_of(kinds)
+
+
+def test_each_cheap_sample_doubles_the_next_skip_up_to_a_bound(
+    cheap_closes_repo
+):
+    # a long apply on a fast file system takes ever fewer of its files
+    # through the session's own path; a file system that turns slow is
+    # still noticed within SKIP << DOUBLINGS opens
+    repo = cheap_closes_repo
+    session = streamapply.ApplySession(repo, b'v3')
+    session.SAMPLE, session.SKIP = 4, 16
+    assert session.DOUBLINGS == 3
+    skips = [16, 32, 64, 128, 128]
+    count = sum(skips) + 4 * (len(skips) + 1)
+    runs = skips_while(repo, session, count, lambda number: True)
+    expected = [(True, 4)]
+    for skip in skips:
+        expected += [(False, skip), (True, 4)]
+    assert runs == expected
+    assert session.skipped == sum(skips)
+    assert repo.svfs.read(b'data/f%d.i' % (count - 1)) == b'%d' % (count - 1)
+
+
+def test_a_sample_that_finds_closes_dear_starts_the_skips_over(
+    cheap_closes_repo
+):
+    repo = cheap_closes_repo
+    session = streamapply.ApplySession(repo, b'v3')
+    session.SAMPLE, session.SKIP = 4, 16
+    # files 0-3 sampled, 4-19 skipped, 20-23 sampled, 24-55 skipped: the
+    # sample of files 56-59 finds closes dear, the next one cheap again
+    dear = range(56, 60)
+    runs = skips_while(repo, session, 64 + 16 + 4 + 32 + 4, lambda number:
+                       number not in dear)
+    assert runs == [(True, 4), (False, 16), (True, 4), (False, 32),
+                    (True, 8), (False, 16), (True, 4), (False, 32),
+                    (True, 4)]
+
+
 # stream v2 from Mercurial 7.0 on: core prepares each file through the
 # vfs, then its _write_files opens, writes and closes them by path
 needs_v2_writer = pytest.mark.skipif(
