@@ -9,7 +9,6 @@
 Nothing else in the extension looks at Mercurial's version.
 """
 
-import types
 import weakref
 
 from mercurial import (
@@ -65,12 +64,13 @@ def remove_new_files_on_abort(tr):
     on Mercurial 6.5 too, as later releases do, instead of making them
     again, empty (see ABORT_REMOVES_NEW_FILES).  Files registered at any
     other offset are truncated, as before."""
-    if ABORT_REMOVES_NEW_FILES or not isinstance(
-        tr._do_full_abort, types.MethodType
+    if ABORT_REMOVES_NEW_FILES or (
+        getattr(tr._do_full_abort, '__func__', None)
+        is not type(tr)._do_full_abort
     ):
-        # (made already: an attribute of its own, not the class's method.
-        # Not looked up in vars(tr), which would slow every later read of
-        # the transaction's attributes, see seams.attached)
+        # made already, or another extension's: not the class's method.
+        # (Asked of the attribute, not of vars(tr): the extension touches
+        # no Mercurial object's __dict__, see seams.attached)
         return
     # the class's method, and the transaction by a weak reference: the
     # transaction holding itself would wait for the garbage collector

@@ -174,7 +174,8 @@ class collecting:
         self._repo = repo.unfiltered()
 
     def __enter__(self):
-        # getattr and delattr, not the repository's __dict__ (seams.attached)
+        # getattr and delattr: the extension touches no Mercurial object's
+        # __dict__ (seams.attached)
         self._saved = getattr(self._repo, _COLLECTED, None)
         reports = []
         setattr(self._repo, _COLLECTED, reports)

@@ -45,10 +45,11 @@ class Session:
     the next ``SKIP`` opens to core (``leave_to_core()``): untouched, or
     for stream v2 from Mercurial 7.0 on, written as core writes them.  It
     then takes the files of the next ``SAMPLE`` closes through its own
-    path again to measure anew.  Each sample that finds closes cheap again
-    doubles the next skip, up to ``SKIP << DOUBLINGS`` opens; one that
-    does not starts over from ``SKIP``.  A file system that turns slow is
-    noticed within one skip: 1,024 files at first, 8,192 at most.
+    path again to measure anew.  Each sample after which files may be left
+    to core again doubles the next skip, up to ``SKIP << DOUBLINGS`` opens;
+    any other sample (closes not cheap, or ``may_skip()`` refusing) starts
+    over from ``SKIP``.  A file system that turns slow is noticed within
+    one skip: 1,024 opens at first, 8,192 at most.
     """
 
     # names the files in the --debug line
