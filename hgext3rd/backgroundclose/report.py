@@ -174,15 +174,15 @@ class collecting:
         self._repo = repo.unfiltered()
 
     def __enter__(self):
-        # getattr and delattr: the extension touches no Mercurial object's
-        # __dict__ (seams.attached)
-        self._saved = getattr(self._repo, _COLLECTED, None)
+        self._saved = collector(self._repo)
         reports = []
         setattr(self._repo, _COLLECTED, reports)
         return reports
 
     def __exit__(self, exc_type, exc_value, exc_tb):
         if self._saved is None:
+            # delattr, not through its __dict__: the extension touches no
+            # Mercurial object's __dict__ (seams.attached)
             try:
                 delattr(self._repo, _COLLECTED)
             except AttributeError:
