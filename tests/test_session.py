@@ -184,15 +184,18 @@ def cheap_closes_repo(repo_with):
     ])
 
 
-def write_stream_files(repo, session, count, **options):
+def write_stream_files(repo, session, count, onfile=None, **options):
     """write ``count`` files as a stream consumer does, inside the
-    session (``backgroundclose=True``: as stream v1 does): the type of
-    each file object core's vfs returned"""
+    session (``backgroundclose=True``: as stream v1 does), calling
+    ``onfile(number)`` (if given) before each: the type of each file
+    object core's vfs returned"""
     kinds = []
 
     def consume():
         with repo.svfs.backgroundclosing(repo.ui):
             for number in range(count):
+                if onfile is not None:
+                    onfile(number)
                 name = b'data/f%d.i' % number
                 with repo.svfs(name, b'w', **options) as fp:
                     kinds.append(type(fp))
@@ -433,20 +436,11 @@ def skips_while(repo, session, count, cheap):
     may_skip = session.may_skip
     writing = [0]
     session.may_skip = lambda: cheap(writing[0]) and may_skip()
-    kinds = []
 
-    def consume():
-        with repo.svfs.backgroundclosing(repo.ui):
-            for number in range(count):
-                writing[0] = number
-                with repo.svfs(b'data/f%d.i' % number, b'w') as fp:
-                    kinds.append(type(fp))
-                    fp.write(b'%d' % number)
+    def onfile(number):
+        writing[0] = number
 
-    with repo.lock():
-        session.run(repo.store.rawvfs, streamapply._SESSION_SEAMS, consume,
-                    (), {})
-    return runs_of(kinds)
+    return runs_of(write_stream_files(repo, session, count, onfile=onfile))
 
 
 def test_each_cheap_sample_doubles_the_next_skip_up_to_a_bound(
