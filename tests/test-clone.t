@@ -46,8 +46,8 @@ one process):
   $ hg clone --debug ssh://user@dummy/src pulled \
   >   --config worker.backgroundclose=yes --config worker.enabled=no \
   >   --config worker.backgroundcloseminfilecount=0 | grep '^backgroundclose:'
-  backgroundclose: * revlog closes (* on threads), background mode, * threads, 0 switches, 0 opens left to core (glob)
-  backgroundclose: 300 revlog closes (300 on threads), background mode, 4 native threads, 0 switches, 0 opens left to core
+  backgroundclose: * revlog closes (* on threads), background mode, * threads, 0 switches, 0 revlogs left to core (glob)
+  backgroundclose: 300 revlog closes (300 on threads), background mode, 4 native threads, 0 switches, 0 revlogs left to core
   backgroundclose: 300 working-copy closes (300 on threads), background mode, 4 native threads, 0 switches
   $ hg -R ssh-verbose verify -q
   $ hg -R ssh-verbose status

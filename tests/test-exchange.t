@@ -27,15 +27,15 @@ copy as well:
   $ cat hg.pid >> daemons.pids
   $ hg init pulled-ssh
   $ slow hg -R pulled-ssh pull --debug ssh://user@dummy/src | closes
-  backgroundclose: N revlog closes (N on threads), background mode, K native threads, 0 switches, 0 opens left to core
-  backgroundclose: N revlog closes (N on threads), background mode, K native threads, 0 switches, 0 opens left to core
+  backgroundclose: N revlog closes (N on threads), background mode, K native threads, 0 switches, 0 revlogs left to core
+  backgroundclose: N revlog closes (N on threads), background mode, K native threads, 0 switches, 0 revlogs left to core
   $ hg init pulled-http
   $ slow hg -R pulled-http pull --debug http://127.0.0.1:$port/ | closes
-  backgroundclose: N revlog closes (N on threads), background mode, K native threads, 0 switches, 0 opens left to core
-  backgroundclose: N revlog closes (N on threads), background mode, K native threads, 0 switches, 0 opens left to core
+  backgroundclose: N revlog closes (N on threads), background mode, K native threads, 0 switches, 0 revlogs left to core
+  backgroundclose: N revlog closes (N on threads), background mode, K native threads, 0 switches, 0 revlogs left to core
   $ hg init pulled-u
   $ slow hg -R pulled-u pull -u --debug ssh://user@dummy/src | closes | sort -u
-  backgroundclose: N revlog closes (N on threads), background mode, K native threads, 0 switches, 0 opens left to core
+  backgroundclose: N revlog closes (N on threads), background mode, K native threads, 0 switches, 0 revlogs left to core
   backgroundclose: N working-copy closes (N on threads), background mode, K native threads, 0 switches
   $ for repo in pulled-ssh pulled-http pulled-u; do hg -R $repo verify -q; done
   $ hg -R pulled-u status
@@ -46,7 +46,7 @@ pull -u over http as well:
 
   $ hg init pulled-u-http
   $ slow hg -R pulled-u-http pull -u --debug http://127.0.0.1:$port/ | closes | sort -u
-  backgroundclose: N revlog closes (N on threads), background mode, K native threads, 0 switches, 0 opens left to core
+  backgroundclose: N revlog closes (N on threads), background mode, K native threads, 0 switches, 0 revlogs left to core
   backgroundclose: N working-copy closes (N on threads), background mode, K native threads, 0 switches
   $ hg -R pulled-u-http verify -q
   $ hg -R pulled-u-http status
@@ -71,8 +71,8 @@ changegroup and says, with --debug, how it closed the files:
   $ hg init server
   $ printf '[ui]\ndebug = true\n' > server/.hg/hgrc
   $ slow hg -R src push ssh://user@dummy/server 2>&1 | closes
-  remote: backgroundclose: N revlog closes (N on threads), background mode, K native threads, 0 switches, 0 opens left to core
-  remote: backgroundclose: N revlog closes (N on threads), background mode, K native threads, 0 switches, 0 opens left to core
+  remote: backgroundclose: N revlog closes (N on threads), background mode, K native threads, 0 switches, 0 revlogs left to core
+  remote: backgroundclose: N revlog closes (N on threads), background mode, K native threads, 0 switches, 0 revlogs left to core
   $ hg -R server verify -q
   $ hg -R server log -r tip -T '{desc}\n'
   second revision
@@ -175,10 +175,10 @@ and without:
   >   hg -R share-$safe status
   >   test -d share-$safe/.hg/store || echo "share-$safe: no store of its own"
   > done
-  backgroundclose: N revlog closes (N on threads), background mode, K native threads, 0 switches, 0 opens left to core
+  backgroundclose: N revlog closes (N on threads), background mode, K native threads, 0 switches, 0 revlogs left to core
   backgroundclose: N working-copy closes (N on threads), background mode, K native threads, 0 switches
   share-yes: no store of its own
-  backgroundclose: N revlog closes (N on threads), background mode, K native threads, 0 switches, 0 opens left to core
+  backgroundclose: N revlog closes (N on threads), background mode, K native threads, 0 switches, 0 revlogs left to core
   backgroundclose: N working-copy closes (N on threads), background mode, K native threads, 0 switches
   share-no: no store of its own
 

@@ -787,3 +787,80 @@ def test_a_file_left_to_core_closed_through_the_session_counts_and_fails(
     )
     assert not session.closes_core_file()  # the next close is the closer's
     session.finish(failing=True)
+
+
+def changegroup_of_files(tmp_path, count):
+    """a changegroup of one changeset adding ``count`` files ``f00``...,
+    each holding its own name: ``(unpacker, names)``"""
+    from mercurial import changegroup, context, discovery, node
+    from mercurial import ui as uimod
+
+    names = [b'f%02d' % number for number in range(count)]
+    source = hg.repository(uimod.ui.load(), os.fsencode(str(
+        tmp_path / 'source')), create=True)
+
+    def filectx(repo, memctx, path):
+        return context.memfilectx(repo, memctx, path, path)
+
+    with source.lock():
+        source.commitctx(context.memctx(
+            source, (node.nullid, node.nullid), b'files', names, filectx,
+            user=b'test',
+        ))
+    outgoing = discovery.outgoing(source, commonheads=[node.nullid])
+    return changegroup.makechangegroup(source, outgoing, b'02',
+                                       b'bundle'), names
+
+
+def test_a_changegroup_step_leaves_whole_revlogs_to_core_while_cheap(
+    cheap_closes_repo, tmp_path, monkeypatch
+):
+    # a new file revlog is opened three times: while its session leaves
+    # revlogs to core, the session's vfs.__call__ wrapper is not in place
+    # at all, and the skip is counted in revlog groups
+    from mercurial import changegroup, extensions, vfs as vfsmod
+
+    repo = cheap_closes_repo
+    unpacker, names = changegroup_of_files(tmp_path, 60)
+    monkeypatch.setattr(revlogwrite.RevlogSession, 'SAMPLE', 4)
+    monkeypatch.setattr(revlogwrite.RevlogSession, 'SKIP', 8)
+    cores_call = vfsmod.vfs.__call__
+    groups = []  # each group's name, and whether core alone opens it
+
+    def header(self):
+        chunk = real_header(self)
+        if chunk:
+            groups.append((chunk[b'filename'],
+                           vfsmod.vfs.__call__ is cores_call))
+        return chunk
+
+    real_header = changegroup.cg1unpacker.filelogheader
+    # beneath the session's own wrapper, which ends a skip before it
+    monkeypatch.setattr(changegroup.cg1unpacker, 'filelogheader', header)
+    handed = []
+    real_init = handover.HandedOverFile.__init__
+
+    def handing(self, fp, closer, name, *args, **kwargs):
+        handed.append(name)
+        real_init(self, fp, closer, name, *args, **kwargs)
+
+    monkeypatch.setattr(handover.HandedOverFile, '__init__', handing)
+    extensions.wrapfunction(changegroup, '_addchangegroupfiles',
+                            revlogwrite.step)
+    try:
+        with repo.lock(), repo.transaction(b'test-apply') as tr:
+            unpacker.apply(repo, tr, b'unbundle', b'bundle:files')
+    finally:
+        extensions.unwrapfunction(changegroup, '_addchangegroupfiles',
+                                  revlogwrite.step)
+    assert [name for name, _core in groups] == names
+    # core alone opened exactly the revlogs whose index it closed
+    assert all(core == (b'data/%s.i' % name not in handed)
+               for name, core in groups)
+    runs = runs_of([handover.HandedOverFile if not core else None
+                    for _name, core in groups])
+    assert runs == [(True, 4), (False, 8), (True, 4), (False, 16),
+                    (True, 4), (False, 24)]
+    assert vfsmod.vfs.__call__ is cores_call
+    tip = repo[b'tip']
+    assert [tip[name].data() for name in names] == names

@@ -41,6 +41,7 @@ are still the vfs's.
 import threading
 
 from mercurial import (
+    changegroup,
     transaction,
     vfs as vfsmod,
 )
@@ -54,7 +55,8 @@ from . import (
 
 class RevlogSession(sessionmod.Session):
     """one changegroup step (file revlogs or manifests): one closer; while
-    closes are cheap, opens are left to core (session.py)"""
+    closes are cheap, whole revlog groups are left to core (session.py):
+    a skip counts revlogs, not opens"""
 
     what = b'revlog'
 
@@ -67,6 +69,33 @@ class RevlogSession(sessionmod.Session):
         self._prefix = self.files.prefix(self.rawvfs)
         # the store file whose read open just failed (see vfsopen)
         self.missing = None
+        # a new file revlog is opened three times (to read, to append, to
+        # create): while it leaves files to core the session takes its
+        # vfs.__call__ wrapper away and counts revlog groups instead, one
+        # call a file (revloggroup)
+        self._opening = seams.installed(seams.bound(self, [_OPEN_SEAM]))
+        self.leaving = False
+
+    def wrap(self):
+        self._opening.install()
+
+    def unwrap(self):
+        try:
+            super().unwrap()
+        finally:
+            self._opening.remove()
+
+    def skip_begins(self):
+        super().skip_begins()
+        if not self.leaving:
+            self.leaving = True
+            self._opening.remove()
+
+    def skip_ends(self):
+        """the next revlog group is the session's again"""
+        if self.leaving and self.running:
+            self.leaving = False
+            self._opening.install()
 
     def name_of(self, joined):
         """the name of the store file at ``joined`` (as a vfs joined it),
@@ -100,7 +129,7 @@ def step(orig, *args, **kwargs):
         return orig(*args, **kwargs)
     session = RevlogSession(repo, _expected_files(args, kwargs))
     result = session.run(storevfs, _SESSION_SEAMS, orig, args, kwargs)
-    session.debug_summary(b', %d opens left to core' % session.skipped)
+    session.debug_summary(b', %d revlogs left to core' % session.skipped)
     return result
 
 
@@ -121,9 +150,6 @@ def _expected_files(args, kwargs):
 
 def vfsopen(session, orig, self, path, mode=b'rb', *args, **kwargs):
     if self is not session.rawvfs or not session.usable():
-        return orig(self, path, mode, *args, **kwargs)
-    if session.skipping and session.leave_to_core():
-        # closes are cheap and none is pending
         return orig(self, path, mode, *args, **kwargs)
     closer = session.closer
     closer.wait_for(path)
@@ -156,6 +182,15 @@ def vfsopen(session, orig, self, path, mode=b'rb', *args, **kwargs):
     )
 
 
+def revloggroup(session, orig, self):
+    """a changegroup's next revlog group (one file, or one directory's
+    manifest): while the session leaves files to core, one more left to
+    core, or the skip ends before this one"""
+    if session.leaving and session.usable() and not session.leave_to_core():
+        session.skip_ends()
+    return orig(self)
+
+
 def pathop(session, orig, self, path=None, *args, **kwargs):
     """unlink, tryunlink, unlinkpath: wait for a pending close first"""
     if session.usable():
@@ -178,8 +213,11 @@ def addbackup(session, orig, self, *args, **kwargs):
 
 
 # wrapped only while a session runs, bound to it (see seams.py)
+_OPEN_SEAM = (vfsmod.vfs, '__call__', vfsopen)
 _SESSION_SEAMS = [
-    (vfsmod.vfs, '__call__', vfsopen),
+    # in place for the whole session: a step takes the bound method once,
+    # for all its groups (iter(source.filelogheader, {}))
+    (changegroup.cg1unpacker, 'filelogheader', revloggroup),
     (vfsmod.abstractvfs, 'unlink', pathop),
     (vfsmod.abstractvfs, 'tryunlink', pathop),
     (vfsmod.abstractvfs, 'unlinkpath', pathop),

@@ -49,7 +49,10 @@ class Session:
     to core again doubles the next skip, up to ``SKIP << DOUBLINGS`` opens;
     any other sample (closes not cheap, or ``may_skip()`` refusing) starts
     over from ``SKIP``.  A file system that turns slow is noticed within
-    one skip: 1,024 opens at first, 8,192 at most.
+    one skip: 1,024 opens at first, 8,192 at most.  (A changegroup step
+    counts revlogs instead, each opened up to three times: its seam
+    takes its open wrapper away for the length of a skip,
+    ``skip_begins()``.)
     """
 
     # names the files in the --debug line
@@ -85,8 +88,10 @@ class Session:
         # False once the session ended: a wrapper of the session that
         # another extension's chain still holds then does nothing
         self.running = True
-        self.skipping = 0  # opens left to core before the next sample
-        self.skipped = 0  # opens left to core
+        # opens (a changegroup step: revlogs) left to core before the next
+        # sample, and in all
+        self.skipping = 0
+        self.skipped = 0
         self._sampled = 0  # closes in the current sample
         self._cheapsamples = 0  # samples in a row that found closes cheap
 
@@ -104,12 +109,25 @@ class Session:
             self.skipping = self.SKIP << min(self._cheapsamples,
                                              self.DOUBLINGS)
             self._cheapsamples += 1
-            # nothing is opened for the lane while files are left to core:
-            # the posixfile wrapper would only cost each of them a call (a
-            # later open for the lane puts it back)
-            self.files.unwrap_between_opens()
+            self.skip_begins()
         else:
             self._cheapsamples = 0
+
+    def skip_begins(self):
+        """the next ``skipping`` opens are left to core: the session takes
+        away what they do not need"""
+        # nothing is opened for the lane while files are left to core:
+        # the posixfile wrapper would only cost each of them a call (a
+        # later open for the lane puts it back)
+        self.files.unwrap_between_opens()
+
+    def wrap(self):
+        """put in place the wrappers the session takes away and puts back
+        by itself (its other wrappers are in place for its whole length)"""
+
+    def unwrap(self):
+        """take away every wrapper ``wrap()`` or a skip put in place"""
+        self.files.unwrap()
 
     def may_skip(self):
         """whether the seam may leave files to core while closes are
@@ -152,9 +170,10 @@ class Session:
                     seams.bound(self, wrappers)
                 ):
                     try:
+                        self.wrap()
                         result = function(*args, **kwargs)
                     finally:
-                        self.files.unwrap()
+                        self.unwrap()
                 failing = False
             finally:
                 # also when installing the seams was interrupted: a seam
