@@ -16,6 +16,7 @@ import os
 import threading
 
 from mercurial import (
+    changegroup,
     registrar,
     streamclone,
     transaction,
@@ -36,6 +37,7 @@ _SEAMS = [
     (vfsmod.abstractvfs, 'unlinkpath'),
     (vfsmod.abstractvfs, 'rename'),
     (transaction.transaction, 'addbackup'),
+    (changegroup.cg1unpacker, 'filelogheader'),
     (streamclone, '_write_files'),
     (vfsmod.abstractvfs, 'prepare_streamed_file'),
     # stream v2 with the report shown (streamapply._MKDIR_SEAM)

@@ -119,6 +119,12 @@ def test_a_wrapper_left_in_a_chain_after_its_session_does_nothing(lanerepo):
     assert revlogwrite.pathop(
         session, lambda vfs, path: 'core', session.rawvfs, b'data/a.i'
     ) == 'core'
+    # a skip of the session that never ended counts nothing now
+    session.source, session.leaving, session.skipping = 'source', True, 1
+    assert revlogwrite.revloggroup(
+        session, lambda source: {b'filename': b'a'}, 'source'
+    ) == {b'filename': b'a'}
+    assert (session.leaving, session.skipping) == (True, 1)
     apply = streamapply.ApplySession(lanerepo, b'v1')
     apply.finish(failing=False)
     assert streamapply.vfsopen(

@@ -830,13 +830,23 @@ def test_a_changegroup_step_leaves_whole_revlogs_to_core_while_cheap(
     def header(self):
         chunk = real_header(self)
         if chunk:
-            groups.append((chunk[b'filename'],
-                           vfsmod.vfs.__call__ is cores_call))
+            groups.append(chunk[b'filename'])
         return chunk
 
     real_header = changegroup.cg1unpacker.filelogheader
-    # beneath the session's own wrapper, which ends a skip before it
+    # beneath the session's own wrapper, which counts the group once read
     monkeypatch.setattr(changegroup.cg1unpacker, 'filelogheader', header)
+    repoclass = type(repo.unfiltered())
+    real_file = repoclass.file
+
+    def file(self, path, *args, **kwargs):
+        # the step opens the revlog of the group just read: through
+        # whose open?  (repo.file() is called for other reasons too)
+        if groups and groups[-1] == path:
+            groups[-1] = (path, vfsmod.vfs.__call__ is cores_call)
+        return real_file(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(repoclass, 'file', file)
     handed = []
     real_init = handover.HandedOverFile.__init__
 
@@ -845,6 +855,14 @@ def test_a_changegroup_step_leaves_whole_revlogs_to_core_while_cheap(
         real_init(self, fp, closer, name, *args, **kwargs)
 
     monkeypatch.setattr(handover.HandedOverFile, '__init__', handing)
+    skipped = []
+    real_summary = revlogwrite.RevlogSession.debug_summary
+
+    def summary(self, *args):
+        skipped.append(self.skipped)
+        real_summary(self, *args)
+
+    monkeypatch.setattr(revlogwrite.RevlogSession, 'debug_summary', summary)
     extensions.wrapfunction(changegroup, '_addchangegroupfiles',
                             revlogwrite.step)
     try:
@@ -853,6 +871,7 @@ def test_a_changegroup_step_leaves_whole_revlogs_to_core_while_cheap(
     finally:
         extensions.unwrapfunction(changegroup, '_addchangegroupfiles',
                                   revlogwrite.step)
+        monkeypatch.setattr(repoclass, 'file', real_file)
     assert [name for name, _core in groups] == names
     # core alone opened exactly the revlogs whose index it closed
     assert all(core == (b'data/%s.i' % name not in handed)
@@ -861,6 +880,83 @@ def test_a_changegroup_step_leaves_whole_revlogs_to_core_while_cheap(
                     for _name, core in groups])
     assert runs == [(True, 4), (False, 8), (True, 4), (False, 16),
                     (True, 4), (False, 24)]
+    # 8 + 16 + 24 revlogs: the empty header after the last group counts
+    # for nothing
+    assert skipped == [48]
+    # every wrapper of the two sessions is gone
     assert vfsmod.vfs.__call__ is cores_call
+    assert changegroup.cg1unpacker.filelogheader is header
     tip = repo[b'tip']
     assert [tip[name].data() for name in names] == names
+
+
+def test_a_session_interrupted_taking_its_wrappers_away_takes_them_away(
+    lanerepo, monkeypatch
+):
+    # an interrupt in the first unwrap() at the end of a run: run() takes
+    # the session's wrappers away again once it finished
+    from mercurial import extensions, vfs as vfsmod
+
+    cores_call = vfsmod.vfs.__call__
+    session = revlogwrite.RevlogSession(lanerepo)
+    real_chain = extensions.getwrapperchain
+    interrupts = [KeyboardInterrupt()]
+
+    def chain(container, name):
+        if name == '__call__' and interrupts:
+            raise interrupts.pop()
+        return real_chain(container, name)
+
+    monkeypatch.setattr(extensions, 'getwrapperchain', chain)
+    with pytest.raises(KeyboardInterrupt):
+        session.run(session.rawvfs, revlogwrite._SESSION_SEAMS,
+                    lambda: None, (), {})
+    assert not interrupts  # the interrupt came where it should
+    assert vfsmod.vfs.__call__ is cores_call
+
+
+def test_a_changegroup_skip_counts_only_its_own_unpacker_s_groups(
+    lanerepo
+):
+    from mercurial import changegroup
+
+    source = changegroup.cg1unpacker(io.BytesIO(), b'UN')
+    session = revlogwrite.RevlogSession(lanerepo, source=source)
+    assert session.may_skip()
+    session.leaving, session.skipping = True, 2
+
+    def group(unpacker, header=None):
+        header = {b'filename': b'f'} if header is None else header
+        return revlogwrite.revloggroup(session, lambda self: header,
+                                       unpacker)
+
+    # another unpacker read on the same thread (a bundle repository's)
+    group(changegroup.cg1unpacker(io.BytesIO(), b'UN'))
+    group(source, {})  # the empty header after the last group
+    assert (session.skipping, session.skipped) == (2, 0)
+    group(source)
+    group(source)
+    assert (session.leaving, session.skipped) == (True, 2)
+    try:
+        group(source)  # the skip ends before this group
+        assert not session.leaving
+    finally:
+        session.finish(failing=True)
+        session.unwrap()
+
+
+def test_a_changegroup_whose_unpacker_reads_groups_its_own_way_never_skips(
+    lanerepo
+):
+    # revloggroup() would never see its groups: a skip would never end
+    from mercurial import changegroup
+
+    class OwnHeaders(changegroup.cg1unpacker):
+        def filelogheader(self):
+            return {}
+
+    session = revlogwrite.RevlogSession(
+        lanerepo, source=OwnHeaders(io.BytesIO(), b'UN'))
+    assert not session.may_skip()
+    assert not revlogwrite.RevlogSession(lanerepo).may_skip()
+    session.finish(failing=True)

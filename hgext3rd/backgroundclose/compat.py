@@ -148,6 +148,7 @@ def missing_seams():
         (streamclone, '_makemap'),
         (changegroup, '_addchangegroupfiles'),
         (changegroup.cg1unpacker, 'apply'),
+        (changegroup.cg1unpacker, 'filelogheader'),
         (exchange, 'pull'),
         (mergemod, '_update'),
         (vfsmod.abstractvfs, 'rename'),

@@ -22,7 +22,9 @@ index and data, by a rollback.  So, during a session:
 - every open through the store's vfs, and every rename or unlink through
   any vfs, first waits until no close of that path is pending; a backup the
   transaction takes (the copy before an inline split) waits for every
-  pending close;
+  pending close.  While whole revlogs are left to core no close is pending
+  (a skip begins only then), and the open wrapper is not in place at all;
+  renames, unlinks and backups still check;
 - the session ends with the function it wraps: every close is finished
   before the caller goes on (hooks, the transaction's close or abort).  On
   failure every close is finished too, even if interrupted meanwhile, so
@@ -54,14 +56,16 @@ from . import (
 
 
 class RevlogSession(sessionmod.Session):
-    """one changegroup step (file revlogs or manifests): one closer; while
-    closes are cheap, whole revlog groups are left to core (session.py):
-    a skip counts revlogs, not opens"""
+    """one changegroup step (file revlogs or manifests) reading the
+    changegroup ``source`` (its unpacker): one closer; while closes are
+    cheap, whole revlog groups are left to core (session.py), each one
+    close left to core however often the revlog is opened"""
 
     what = b'revlog'
 
-    def __init__(self, repo, expectedcount=-1):
+    def __init__(self, repo, expectedcount=-1, source=None):
         super().__init__(repo.ui, expectedcount, tracknames=True)
+        self.source = source
         # revlogs open through repo.svfs, which encodes names and opens them
         # through the store's raw vfs: the session watches that one, and
         # names files as that vfs is given them (relative to the store)
@@ -72,7 +76,9 @@ class RevlogSession(sessionmod.Session):
         # a new file revlog is opened three times (to read, to append, to
         # create): while it leaves files to core the session takes its
         # vfs.__call__ wrapper away and counts revlog groups instead, one
-        # call a file (revloggroup)
+        # call a file (revloggroup).  Taking a wrapper away rebuilds the
+        # chain of any wrapper another extension put on top of it since
+        # (extensions.unwrapfunction), twice a skip
         self._opening = seams.installed(seams.bound(self, [_OPEN_SEAM]))
         self.leaving = False
 
@@ -90,6 +96,14 @@ class RevlogSession(sessionmod.Session):
         if not self.leaving:
             self.leaving = True
             self._opening.remove()
+
+    def may_skip(self):
+        # only where revloggroup() counts the groups, so that the skip ends
+        return (
+            self.source is not None
+            and getattr(type(self.source), 'filelogheader', None)
+            is changegroup.cg1unpacker.filelogheader
+        )
 
     def skip_ends(self):
         """the next revlog group is the session's again"""
@@ -127,7 +141,8 @@ def step(orig, *args, **kwargs):
         # not a local repository with a store of its own; or a step inside
         # a stream apply (it has a closer of its own) or inside a step
         return orig(*args, **kwargs)
-    session = RevlogSession(repo, _expected_files(args, kwargs))
+    session = RevlogSession(repo, _expected_files(args, kwargs),
+                            _source_argument(args, kwargs))
     result = session.run(storevfs, _SESSION_SEAMS, orig, args, kwargs)
     session.debug_summary(b', %d revlogs left to core' % session.skipped)
     return result
@@ -138,6 +153,14 @@ def _repo_argument(args):
     # ...)
     first = args[0]
     return first if hasattr(first, 'svfs') else args[1]
+
+
+def _source_argument(args, kwargs):
+    # _addchangegroupfiles(repo, source, ...); unpacker._unpackmanifests(
+    # self, repo, ...)
+    if hasattr(args[0], 'svfs'):
+        return args[1] if len(args) > 1 else kwargs.get('source')
+    return args[0]
 
 
 def _expected_files(args, kwargs):
@@ -183,12 +206,21 @@ def vfsopen(session, orig, self, path, mode=b'rb', *args, **kwargs):
 
 
 def revloggroup(session, orig, self):
-    """a changegroup's next revlog group (one file, or one directory's
-    manifest): while the session leaves files to core, one more left to
-    core, or the skip ends before this one"""
-    if session.leaving and session.usable() and not session.leave_to_core():
+    """the header of the session's next revlog group (one file, or one
+    directory's manifest), read before the revlog is opened: while the
+    session leaves files to core, one more left to core, or the skip ends
+    before this one.  The empty header that ends the groups counts for
+    nothing."""
+    header = orig(self)
+    if (
+        session.leaving
+        and header
+        and self is session.source
+        and session.usable()
+        and not session.leave_to_core()
+    ):
         session.skip_ends()
-    return orig(self)
+    return header
 
 
 def pathop(session, orig, self, path=None, *args, **kwargs):

@@ -49,8 +49,9 @@ class Session:
     to core again doubles the next skip, up to ``SKIP << DOUBLINGS`` opens;
     any other sample (closes not cheap, or ``may_skip()`` refusing) starts
     over from ``SKIP``.  A file system that turns slow is noticed within
-    one skip: 1,024 opens at first, 8,192 at most.  (A changegroup step
-    counts revlogs instead, each opened up to three times: its seam
+    one skip: 1,024 files at first, 8,192 at most, each one close left to
+    core.  (A stream's files are opened once each; a changegroup step
+    counts revlogs, each opened two or three times, more when split: it
     takes its open wrapper away for the length of a skip,
     ``skip_begins()``.)
     """
@@ -88,8 +89,8 @@ class Session:
         # False once the session ended: a wrapper of the session that
         # another extension's chain still holds then does nothing
         self.running = True
-        # opens (a changegroup step: revlogs) left to core before the next
-        # sample, and in all
+        # files left to core before the next sample, and in all: stream
+        # files as they are opened, revlogs as a changegroup reaches them
         self.skipping = 0
         self.skipped = 0
         self._sampled = 0  # closes in the current sample
@@ -114,11 +115,11 @@ class Session:
             self._cheapsamples = 0
 
     def skip_begins(self):
-        """the next ``skipping`` opens are left to core: the session takes
+        """the next ``skipping`` files are left to core: the session takes
         away what they do not need"""
         # nothing is opened for the lane while files are left to core:
-        # the posixfile wrapper would only cost each of them a call (a
-        # later open for the lane puts it back)
+        # the posixfile wrapper would only cost each of them a call (the
+        # next open for the lane, open_through(), puts it back)
         self.files.unwrap_between_opens()
 
     def wrap(self):
@@ -179,7 +180,11 @@ class Session:
                 # also when installing the seams was interrupted: a seam
                 # left in place (or in another extension's chain) does
                 # nothing once the session is not running
-                self.finish(failing)
+                try:
+                    self.finish(failing)
+                finally:
+                    # again, should an interrupt have cut the first short
+                    self.unwrap()
         except closermod.FileError as exc:
             # closed inline, raised on a later submission, or by finish()
             raise self.abort(exc) from exc
