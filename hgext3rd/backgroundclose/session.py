@@ -42,11 +42,11 @@ class Session:
     file, 10 to 15% of a stream apply on a fast file system.  So while
     the closer closes inline, has nothing pending and measures closes well
     below its threshold (and ``may_skip()`` agrees), the session leaves
-    the next ``SKIP`` opens to core (``leave_to_core()``): untouched, or
+    the next ``SKIP`` files to core (``leave_to_core()``): untouched, or
     for stream v2 from Mercurial 7.0 on, written as core writes them.  It
     then takes the files of the next ``SAMPLE`` closes through its own
     path again to measure anew.  Each sample after which files may be left
-    to core again doubles the next skip, up to ``SKIP << DOUBLINGS`` opens;
+    to core again doubles the next skip, up to ``SKIP << DOUBLINGS`` files;
     any other sample (closes not cheap, or ``may_skip()`` refusing) starts
     over from ``SKIP``.  A file system that turns slow is noticed within
     one skip: 1,024 files at first, 8,192 at most, each one close left to
@@ -61,7 +61,7 @@ class Session:
     SAMPLE = 32
     SKIP = 1024
     # a sample takes its files through the session's own path, dearer
-    # than core's: one file in 33 while each skip is 1,024 opens, one in
+    # than core's: one file in 33 while each skip is 1,024 files, one in
     # 257 once skips are 8,192
     DOUBLINGS = 3
 
