@@ -871,7 +871,6 @@ def test_a_changegroup_step_leaves_whole_revlogs_to_core_while_cheap(
     finally:
         extensions.unwrapfunction(changegroup, '_addchangegroupfiles',
                                   revlogwrite.step)
-        monkeypatch.setattr(repoclass, 'file', real_file)
     assert [name for name, _core in groups] == names
     # core alone opened exactly the revlogs whose index it closed
     assert all(core == (b'data/%s.i' % name not in handed)

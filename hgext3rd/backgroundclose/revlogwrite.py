@@ -135,32 +135,25 @@ def step(orig, *args, **kwargs):
     in a session"""
     if threading.current_thread() is not threading.main_thread():
         return orig(*args, **kwargs)
-    repo = _repo_argument(args)
+    repo, source = _step_arguments(args, kwargs)
     storevfs = getattr(getattr(repo, 'store', None), 'rawvfs', None)
     if storevfs is None or seams.writing(storevfs) is not None:
         # not a local repository with a store of its own; or a step inside
         # a stream apply (it has a closer of its own) or inside a step
         return orig(*args, **kwargs)
-    session = RevlogSession(repo, _expected_files(args, kwargs),
-                            _source_argument(args, kwargs))
+    session = RevlogSession(repo, _expected_files(args, kwargs), source)
     result = session.run(storevfs, _SESSION_SEAMS, orig, args, kwargs)
     session.debug_summary(b', %d revlogs left to core' % session.skipped)
     return result
 
 
-def _repo_argument(args):
-    # _addchangegroupfiles(repo, ...); unpacker._unpackmanifests(self, repo,
-    # ...)
+def _step_arguments(args, kwargs):
+    """``(repo, source)`` of a step: _addchangegroupfiles(repo, source,
+    ...); unpacker._unpackmanifests(self, repo, ...)"""
     first = args[0]
-    return first if hasattr(first, 'svfs') else args[1]
-
-
-def _source_argument(args, kwargs):
-    # _addchangegroupfiles(repo, source, ...); unpacker._unpackmanifests(
-    # self, repo, ...)
-    if hasattr(args[0], 'svfs'):
-        return args[1] if len(args) > 1 else kwargs.get('source')
-    return args[0]
+    if hasattr(first, 'svfs'):
+        return first, args[1] if len(args) > 1 else kwargs.get('source')
+    return args[1], first
 
 
 def _expected_files(args, kwargs):
