@@ -64,7 +64,12 @@ class RevlogSession(sessionmod.Session):
     what = b'revlog'
 
     def __init__(self, repo, expectedcount=-1, source=None):
-        super().__init__(repo.ui, expectedcount, tracknames=True)
+        # a new file revlog is opened three times (to read, to append, to
+        # create): while it leaves files to core the session takes its
+        # vfs.__call__ wrapper away and counts revlog groups instead, one
+        # call a file (revloggroup)
+        super().__init__(repo.ui, expectedcount, tracknames=True,
+                         openseam=_OPEN_SEAM)
         self.source = source
         # revlogs open through repo.svfs, which encodes names and opens them
         # through the store's raw vfs: the session watches that one, and
@@ -73,29 +78,6 @@ class RevlogSession(sessionmod.Session):
         self._prefix = self.files.prefix(self.rawvfs)
         # the store file whose read open just failed (see vfsopen)
         self.missing = None
-        # a new file revlog is opened three times (to read, to append, to
-        # create): while it leaves files to core the session takes its
-        # vfs.__call__ wrapper away and counts revlog groups instead, one
-        # call a file (revloggroup).  Taking a wrapper away rebuilds the
-        # chain of any wrapper another extension put on top of it since
-        # (extensions.unwrapfunction), twice a skip
-        self._opening = seams.installed(seams.bound(self, [_OPEN_SEAM]))
-        self.leaving = False
-
-    def wrap(self):
-        self._opening.install()
-
-    def unwrap(self):
-        try:
-            super().unwrap()
-        finally:
-            self._opening.remove()
-
-    def skip_begins(self):
-        super().skip_begins()
-        if not self.leaving:
-            self.leaving = True
-            self._opening.remove()
 
     def may_skip(self):
         # only where revloggroup() counts the groups, so that the skip ends
@@ -104,12 +86,6 @@ class RevlogSession(sessionmod.Session):
             and getattr(type(self.source), 'filelogheader', None)
             is changegroup.cg1unpacker.filelogheader
         )
-
-    def skip_ends(self):
-        """the next revlog group is the session's again"""
-        if self.leaving and self.running:
-            self.leaving = False
-            self._opening.install()
 
     def name_of(self, joined):
         """the name of the store file at ``joined`` (as a vfs joined it),

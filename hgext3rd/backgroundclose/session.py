@@ -51,9 +51,15 @@ class Session:
     over from ``SKIP``.  A file system that turns slow is noticed within
     one skip: 1,024 files at first, 8,192 at most, each one close left to
     core.  (A stream's files are opened once each; a changegroup step
-    counts revlogs, each opened two or three times, more when split: it
-    takes its open wrapper away for the length of a skip,
-    ``skip_begins()``.)
+    counts revlogs, each opened two or three times, more when split.)
+
+    A session given an ``openseam``, its wrapper of ``vfs.__call__``, puts
+    it in place itself (``wrap()``) and takes it away for the length of a
+    skip: the files left to core then open through core alone, and the
+    seam counts them on a call core makes once a file, which ends the skip
+    with ``skip_ends()``.  Taking a wrapper away rebuilds the chain of any
+    wrapper another extension put on top of it since
+    (``extensions.unwrapfunction``), twice a skip.
     """
 
     # names the files in the --debug line
@@ -66,7 +72,7 @@ class Session:
     DOUBLINGS = 3
 
     def __init__(self, ui, expectedcount=-1, sample=closermod.SAMPLE,
-                 tracknames=False):
+                 tracknames=False, openseam=None):
         self.ui = ui
         self.closer = closermod.Closer(
             expectedcount=expectedcount,
@@ -95,6 +101,12 @@ class Session:
         self.skipped = 0
         self._sampled = 0  # closes in the current sample
         self._cheapsamples = 0  # samples in a row that found closes cheap
+        # the open wrapper taken away during skips, and whether it is away
+        self._openseam = (
+            None if openseam is None
+            else seams.installed(seams.bound(self, [openseam]))
+        )
+        self.leaving = False
 
     def usable(self):
         """whether the calling thread may use the session now"""
@@ -121,14 +133,29 @@ class Session:
         # the posixfile wrapper would only cost each of them a call (the
         # next open for the lane, open_through(), puts it back)
         self.files.unwrap_between_opens()
+        if self._openseam is not None and not self.leaving:
+            self.leaving = True
+            self._openseam.remove()
+
+    def skip_ends(self):
+        """the next file is the session's again"""
+        if self.leaving and self.running:
+            self.leaving = False
+            self._openseam.install()
 
     def wrap(self):
         """put in place the wrappers the session takes away and puts back
         by itself (its other wrappers are in place for its whole length)"""
+        if self._openseam is not None:
+            self._openseam.install()
 
     def unwrap(self):
         """take away every wrapper ``wrap()`` or a skip put in place"""
-        self.files.unwrap()
+        try:
+            self.files.unwrap()
+        finally:
+            if self._openseam is not None:
+                self._openseam.remove()
 
     def may_skip(self):
         """whether the seam may leave files to core while closes are
