@@ -10,22 +10,25 @@ skipped.
   $ makerepo src 300
   $ hg -R src bundle -q -a --type 'none-v2;stream=v2' v2.hg
   $ hg -R src debugcreatestreamclonebundle v1.hg > /dev/null
+  $ hg -R src bundle -q -a --config experimental.stream-v3=yes \
+  >   --type 'none-v2;stream=v3-exp' v3.hg
   $ mkdir full
   $ mount -t tmpfs -o size=256k tmpfs full || exit 80
 
 Stream v2 writes through descriptors (Mercurial 7.0 and later), so the
-write itself fails; stream v1 (and v2 before 7.0) writes through buffered
-file objects, whose last bytes reach the disk when the file is flushed,
-on the writing thread before its close is handed over.  Either way the
-apply aborts naming the file and the reason, with inline and background closing alike (on background threads,
-which file meets the full disk first depends on when the threads close
-their files, so the name is not fixed there).  The files it wrote are
-taken back before the transaction aborts: the transaction needs a little
-space to flush its journal (without that, core's abort fails with a bare
-"No space left on device" and a transaction.__del__ traceback).
+write itself fails; stream v1 and v3 (and v2 before 7.0) write through
+buffered file objects, whose last bytes reach the disk when the file is
+flushed, on the writing thread before its close is handed over.  Either
+way the apply aborts naming the file and the reason, with inline and
+background closing alike (on background threads, which file meets the
+full disk first depends on when the threads close their files, so the
+name is not fixed there).  The files it wrote are taken back before the
+transaction aborts: the transaction needs a little space to flush its
+journal (without that, core's abort fails with a bare "No space left on
+device" and a transaction.__del__ traceback).
 
   $ for closing in no yes; do
-  >   for format in v1 v2; do
+  >   for format in v1 v2 v3; do
   >     hg init full/repo
   >     hg -R full/repo -q debugapplystreamclonebundle $format.hg \
   >       --config worker.backgroundclose=$closing \
@@ -40,6 +43,12 @@ space to flush its journal (without that, core's abort fails with a bare
   exit 255
   full/repo: as new
   abort: error *ing data/dom/gfx/widget/dom__213.c.i: No space left on device (glob)
+  exit 255
+  full/repo: as new
+  abort: error writing data/dom/gfx/widget/dom__213.c.i: No space left on device
+  exit 255
+  full/repo: as new
+  abort: error *ing data/*: No space left on device (glob)
   exit 255
   full/repo: as new
   abort: error *ing data/*: No space left on device (glob)

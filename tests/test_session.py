@@ -189,21 +189,35 @@ def write_stream_files(repo, session, count, onfile=None, **options):
     session (``backgroundclose=True``: as stream v1 does), calling
     ``onfile(number)`` (if given) before each: the type of each file
     object core's vfs returned"""
+    files = [(b'data/f%d.i' % n, len(b'%d' % n)) for n in range(count)]
+    stream = io.BytesIO(b''.join(b'%d' % n for n in range(count)))
+    return copy_stream_files(repo, session, files, stream, onfile, **options)
+
+
+def copy_stream_files(repo, session, files, stream, onfile=None,
+                      **options):
+    """copy ``files`` ((name, declared size)) out of ``stream`` inside the
+    session, as every stream consumer copies them but stream v2 from
+    Mercurial 7.0 on (``backgroundclose=True``: as stream v1 does),
+    calling ``onfile(number)`` (if given) before each: the type of each
+    file object core's vfs returned"""
     kinds = []
 
     def consume():
         with repo.svfs.backgroundclosing(repo.ui):
-            for number in range(count):
+            for number, (name, size) in enumerate(files):
                 if onfile is not None:
                     onfile(number)
-                name = b'data/f%d.i' % number
                 with repo.svfs(name, b'w', **options) as fp:
                     kinds.append(type(fp))
-                    fp.write(b'%d' % number)
+                    for chunk in util.filechunkiter(stream, limit=size):
+                        fp.write(chunk)
 
+    session.stream = stream
     with repo.lock():
-        session.run(repo.store.rawvfs, streamapply._SESSION_SEAMS, consume,
-                    (), {})
+        session.run(repo.store.rawvfs,
+                    streamapply.session_seams(session, repo),
+                    consume, (), {})
     return kinds
 
 
@@ -232,14 +246,20 @@ def sample_skip_sample(repo, fmt):
     return session, sample, skip, count
 
 
-@pytest.mark.parametrize('options', [{}, {'backgroundclose': True}],
-                         ids=['v2-v3', 'v1'])
+@pytest.mark.parametrize('fmt', [b'v1', b'v3'], ids=['v1', 'v3'])
 def test_a_stream_apply_leaves_files_to_core_while_closes_are_cheap(
-    cheap_closes_repo, options
+    cheap_closes_repo, fmt
 ):
+    # stream v1 opens with backgroundclose=True: core's close of a file
+    # left to it comes back to the session, which counts its bytes
+    options = {'backgroundclose': True} if fmt == b'v1' else {}
     repo = cheap_closes_repo
-    session, sample, skip, count = sample_skip_sample(repo, b'v1')
-    kinds = write_stream_files(repo, session, count, **options)
+    session, sample, skip, count = sample_skip_sample(repo, fmt)
+    wrapped = []
+    kinds = write_stream_files(
+        repo, session, count,
+        onfile=lambda number: wrapped.append(wraps_open()), **options
+    )
     # a sample is core's file behind the session's proxy: a DescriptorFile
     # would wrap posixfile again for each sample
     own = handover.HandedOverFile
@@ -249,8 +269,65 @@ def test_a_stream_apply_leaves_files_to_core_while_closes_are_cheap(
     )
     assert kinds[sample + skip :] == [own] * sample
     assert session.skipped == skip
+    # the files left to core open through core's vfs.__call__ alone
+    assert wrapped == [True] * sample + [False] * skip + [True] * sample
+    assert not wraps_open()
     # core's files are whole and closed
     assert repo.svfs.read(b'data/f%d.i' % (count - 1)) == b'%d' % (count - 1)
+
+
+def wraps_open():
+    """whether the stream apply's wrapper of vfs.__call__ is in place"""
+    from mercurial import extensions, vfs as vfsmod
+
+    return any(
+        getattr(wrapper, 'func', None) is streamapply.vfsopen
+        for wrapper in extensions.getwrapperchain(vfsmod.vfs, '__call__')
+    )
+
+
+def test_only_the_stream_s_own_copies_count_files_left_to_core(
+    cheap_closes_repo
+):
+    # util.filechunkiter over anything else than the stream, while files
+    # are left to core, is no file of the stream
+    from mercurial import util
+
+    repo = cheap_closes_repo
+    session, sample, skip, count = sample_skip_sample(repo, b'v3')
+
+    def other_copy(number):
+        assert list(util.filechunkiter(io.BytesIO(b'other'), limit=5))
+
+    kinds = write_stream_files(repo, session, count, onfile=other_copy)
+    assert runs_of(kinds) == [(True, sample), (False, skip), (True, sample)]
+    assert session.skipped == skip
+
+
+def test_files_copied_without_filechunkiter_are_never_left_to_core(
+    cheap_closes_repo
+):
+    # nothing would count the files left to core, and so end a skip: none
+    # begins
+    repo = cheap_closes_repo
+    session = streamapply.ApplySession(repo, b'v3')
+    count = sessionmod.Session.SAMPLE * 3
+    kinds = []
+
+    def consume():
+        with repo.svfs.backgroundclosing(repo.ui):
+            for number in range(count):
+                with repo.svfs(b'data/f%d.i' % number, b'w') as fp:
+                    kinds.append(type(fp))
+                    fp.write(b'%d' % number)
+
+    session.stream = io.BytesIO()
+    with repo.lock():
+        session.run(repo.store.rawvfs,
+                    streamapply.session_seams(session, repo), consume, (), {})
+    assert session.skipped == 0
+    assert set(kinds) <= {handover.DescriptorFile, handover.HandedOverFile}
+    assert len(kinds) == count
 
 
 def test_the_bytes_of_files_left_to_core_are_checked(cheap_closes_repo):
@@ -267,24 +344,6 @@ def test_the_bytes_of_files_left_to_core_are_checked(cheap_closes_repo):
     )
 
 
-def copy_stream_files(repo, session, files, stream):
-    """copy ``files`` ((name, declared size)) out of ``stream`` inside the
-    session, as stream v2 before Mercurial 7.0 copies them"""
-
-    def consume():
-        with repo.svfs.backgroundclosing(repo.ui):
-            for name, size in files:
-                with repo.svfs(name, b'w') as fp:
-                    for chunk in util.filechunkiter(stream, limit=size):
-                        fp.write(chunk)
-
-    session.stream = stream
-    with repo.lock():
-        session.run(repo.store.rawvfs,
-                    streamapply.session_seams(session, repo),
-                    consume, (), {})
-
-
 @pytest.fixture
 def v2_through_the_vfs(cheap_closes_repo, monkeypatch):
     """a repository, a stream v2 apply session as before Mercurial 7.0
@@ -295,7 +354,8 @@ def v2_through_the_vfs(cheap_closes_repo, monkeypatch):
     files = [(b'data/f%d.i' % n, len(b'%d' % n)) for n in range(count)]
     data = b''.join(b'%d' % n for n in range(count))
     session = streamapply.ApplySession(
-        cheap_closes_repo, b'v2', expectedbytes=len(data)
+        cheap_closes_repo, b'v2', expectedcount=count,
+        expectedbytes=len(data)
     )
     return cheap_closes_repo, session, files, data
 
@@ -324,10 +384,13 @@ def test_files_left_to_core_count_the_sizes_the_stream_declares(
     # the sample's files are the session's own, then the rest left to core
     left = [repo.svfs.join(name) for name, _size in files[len(files) // 2:]]
     stats = stats_of(monkeypatch, set(left))
+    counted = spy(monkeypatch, session, '_counted')
     copy_stream_files(repo, session, files, io.BytesIO(data))
     assert session.skipped == len(left)
-    # counted by the sizes the stream declares, only the last one measured
-    assert stats == left[-1:]
+    # counted by the sizes the stream declares, but the last one's chunks
+    # as they are copied; none measured on disk
+    assert len(counted) == 1
+    assert stats == []
     assert repo.svfs.read(files[-1][0]) == b'%d' % (len(files) - 1)
 
 
@@ -362,11 +425,21 @@ def test_core_s_v2_consumer_declares_the_sizes_of_files_left_to_core(
     # the sample's files are the session's own, then the rest left to core
     left = [repo.svfs.join(name) for name in names[count // 2:]]
     stats = stats_of(monkeypatch, set(left))
+    sizes = []
+    core_opened = streamapply.ApplySession.core_opened
+
+    def counting(session, chunks, size):
+        sizes.append(size)
+        return core_opened(session, chunks, size)
+
+    monkeypatch.setattr(streamapply.ApplySession, 'core_opened', counting)
     consume = streamapply.consumer(b'v2')
     consume(streamclone.consumev2, repo, io.BytesIO(payload), count,
             stream_bytes(count))
-    # counted by the sizes the stream declares, only the last one measured
-    assert stats == left[-1:]
+    # counted by the sizes the stream declares as core asks for them, none
+    # measured on disk
+    assert sizes == [len(b'%d' % n) for n in range(count // 2, count)]
+    assert stats == []
     assert repo.svfs.read(names[-1]) == b'%d' % (count - 1)
 
 
@@ -384,15 +457,16 @@ def test_files_left_to_core_open_without_the_posixfile_wrapper(
     count = sample * 3
     session = streamapply.ApplySession(repo, b'v3')
     session.SKIP = skip
-    may_skip = session.may_skip
+    leaves_files = session._leaves_files
     # opens not measured yet until the first sample closes; not cheap any
     # more during the skip that follows (the next sample opens for the
     # lane, which puts the wrapper back)
     measured = []
-    monkeypatch.setattr(session, 'may_skip',
-                        lambda: bool(measured) and may_skip())
+    monkeypatch.setattr(session, '_leaves_files',
+                        lambda: bool(measured) and leaves_files())
     chain = len(extensions.getwrapperchain(util, 'posixfile'))
     wrapped = []
+    stream = io.BytesIO(b''.join(b'%d' % n for n in range(count)))
 
     def consume():
         with repo.svfs.backgroundclosing(repo.ui):
@@ -403,14 +477,17 @@ def test_files_left_to_core_open_without_the_posixfile_wrapper(
                         measured.append(True)
                     elif number == sample + skip // 2:
                         measured.clear()
-                    fp.write(b'%d' % number)
+                    size = len(b'%d' % number)
+                    for chunk in util.filechunkiter(stream, limit=size):
+                        fp.write(chunk)
                     if number == sample + 1:
                         assert len(extensions.getwrapperchain(
                             util, 'posixfile')) == chain
 
+    session.stream = stream
     with repo.lock():
-        session.run(repo.store.rawvfs, streamapply._SESSION_SEAMS, consume,
-                    (), {})
+        session.run(repo.store.rawvfs,
+                    streamapply.session_seams(session, repo), consume, (), {})
     assert wrapped == ([True] * sample + [False] * skip
                        + [True] * (count - sample - skip))
     assert session.skipped == skip
@@ -509,8 +586,8 @@ def write_v2_files(repo, session, count, fail=None):
             raise fail
 
     with repo.lock(), repo.transaction(b'clone'):
-        session.run(repo.store.rawvfs, streamapply._SESSION_SEAMS, consume,
-                    (), {})
+        session.run(repo.store.rawvfs,
+                    streamapply.session_seams(session, repo), consume, (), {})
 
 
 def spy(monkeypatch, session, name):
@@ -716,48 +793,94 @@ def raised_in(module, exc):
         return raised
 
 
-def test_an_error_in_a_file_left_to_core_names_the_file(cheap_closes_repo):
+def calls_of(monkeypatch, cls, name):
+    """the list of the arguments (after self) each call of ``cls.name``
+    gets from now on"""
+    calls = []
+    method = getattr(cls, name)
+
+    def called(self, *args):
+        calls.append(args)
+        return method(self, *args)
+
+    monkeypatch.setattr(cls, name, called)
+    return calls
+
+
+@pytest.mark.parametrize('action', ['opening', 'writing'])
+def test_a_file_left_to_core_that_fails_is_named(
+    cheap_closes_repo, monkeypatch, action
+):
+    # core's stream v3 consumer: no wrapper sees a file left to core open,
+    # nor its writes; a real failure in one is named all the same
+    import errno
+    import resource
+    from mercurial import streamclone
+
+    repo = cheap_closes_repo
+    count = sessionmod.Session.SAMPLE * 2
+    failing = count - 3
+    files = [(b'data/f%d.i' % n, b'%d' % n) for n in range(count)]
+    name = files[failing][0]
+    limits = resource.getrlimit(resource.RLIMIT_FSIZE)
+    if action == 'opening':
+        os.makedirs(repo.svfs.join(name))  # a directory in its place
+        reason = b'Is a directory'
+    else:
+        # larger than a process may write into one file: the write fails
+        # in the kernel (Python ignores SIGXFSZ)
+        files[failing] = (name, b'x' * (256 << 10))
+        reason = os.strerror(errno.EFBIG).encode()
+    leftto = calls_of(monkeypatch, streamapply.ApplySession, 'core_opened')
+    payload = streamcraft.v3_payload([(b's', n, data) for n, data in files])
+    consume = streamapply.consumer(b'v3')
+    try:
+        if action == 'writing':
+            resource.setrlimit(resource.RLIMIT_FSIZE, (64 << 10, limits[1]))
+        with pytest.raises(error.Abort) as caught:
+            consume(streamclone.consumev3, repo, io.BytesIO(payload))
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, limits)
+    assert caught.value.message == b'error %s %s: %s' % (
+        action.encode(), name, reason)
+    # every file after the sample was core's, up to the failing one (which
+    # core did not open, or opened and began to copy)
+    copied = failing - sessionmod.Session.SAMPLE
+    assert len(leftto) == copied + (action == 'writing')
+
+
+def test_only_an_error_of_a_file_left_to_core_is_named(cheap_closes_repo):
     import errno
 
     repo = cheap_closes_repo
     session = streamapply.ApplySession(repo, b'v3')
-    rawvfs = repo.store.rawvfs
-    session.leave_open_to_core(rawvfs, b'data/_a.i', False)
-    # the consumer's write into the file
-    full = raised_in('mercurial.streamclone',
-                     OSError(errno.ENOSPC, 'No space left on device'))
-    assert session.core_file_abort(full).message == (
-        b'error writing data/_a.i: No space left on device'
-    )
     denied = OSError(errno.EACCES, 'Permission denied',
-                     rawvfs.join(b'data/_a.i').decode())
+                     repo.store.rawvfs.join(b'data/_a.i').decode())
+    # no file left to core: the session's own files name themselves
+    assert session.core_file_abort(denied) is None
+    session.leaving = True
     assert session.core_file_abort(denied).message == (
         b'error opening data/_a.i: Permission denied'
     )
-    # not from that file: the stream read where it is read, the terminal
-    # or a pipe, another file's name, not an OSError
+    # not from a file left to core: the stream read where it is read, the
+    # terminal or a pipe, an error no write raises, a write raised where
+    # no file is open, a file elsewhere, not an OSError (a NUL byte in a
+    # name: the caller's malformed abort)
     for other in (
         raised_in('mercurial.util', OSError(errno.EIO, 'I/O error')),
         raised_in('mercurial.streamclone', error.StdioError(
             OSError(errno.ENOSPC, 'No space left on device'))),
         raised_in('mercurial.streamclone', OSError(errno.EPIPE, 'Broken')),
+        raised_in('mercurial.streamclone',
+                  OSError(errno.ENOSPC, 'No space left on device')),
         OSError(errno.EACCES, 'Permission denied', '/elsewhere'),
-        ValueError('x'),
+        ValueError('embedded null byte'),
     ):
         assert session.core_file_abort(other) is None, other
-    # a file the session opened itself since: its own errors name it
-    from mercurial import vfs as vfsmod
-
-    own = session.open(vfsmod.vfs.__call__, rawvfs, b'data/_b.i', b'w', {})
-    assert session.core_file_abort(full) is None
-    own.close()
-    # a NUL byte in the name: named as when the session opens it
-    session.leave_open_to_core(rawvfs, b'data/_c\0.i', False)
-    assert session.core_file_abort(ValueError('embedded null byte')).message \
-        == b'error opening data/_c\\x00.i: embedded null byte'
-    # once the stream is written, a full disk is the transaction's
+    # once the stream is written, an error is the transaction's
+    session.leaving = False
     session.streamed()
-    assert session.core_file_abort(full) is None
+    assert session.core_file_abort(denied) is None
     session.finish(failing=False)
 
 
@@ -778,7 +901,7 @@ def test_a_file_left_to_core_closed_through_the_session_counts_and_fails(
     session = streamapply.ApplySession(cheap_closes_repo, b'v1',
                                        expectedbytes=3)
     rawvfs = cheap_closes_repo.store.rawvfs
-    session.leave_open_to_core(rawvfs, b'data/_a.i', True)
+    session.core_opened(iter([b'abc']), 3)
     assert session.closes_core_file()
     with pytest.raises(closermod.FileError) as caught:
         session.close_core_file(Failing(), rawvfs.join(b'data/_a.i'))

@@ -30,15 +30,18 @@ three small wrappers, all of which do nothing when no session is active:
 While closes and opens are measured cheap, with no report to time files
 for, the session leaves most files to core and takes only a sample
 through its own path (session.py).  Files opened through the vfs are
-opened, written and closed by core (stream v1 hands its closes back to
-the session, which counts their bytes there; stream v2 before 7.0 copies
-each file right after opening it, and the session takes the size the
-stream declares for it as core asks ``util.filechunkiter`` for that many
-bytes; any other file of a stream that declares its total is counted by
-its size once the stream is written).  Stream v2 from 7.0 on writes them
-in the replacement of ``_write_files`` as core's own does
-(``_write_as_core``), and ``prepare_streamed_file`` goes straight to
-core.
+then opened, written and closed by core alone: the ``vfs.__call__``
+wrapper is taken away for the length of a skip.  Each consumer copies a
+file with ``util.filechunkiter(stream, limit=size)`` right after opening
+it, which the session wraps for the whole apply: there it counts the files
+left to core and ends the skip (``core_opened``).  Their bytes are counted
+for the check against the stream's declared total: stream v1 hands their
+closes back to the session, which counts them there; stream v2 declares
+each file's size as it asks ``filechunkiter`` for that many bytes (the
+last file's chunks are counted as they are copied: the stream may end
+inside it).  Stream v2 from 7.0 on writes its files in the replacement of
+``_write_files`` as core's own does (``_write_as_core``), and
+``prepare_streamed_file`` goes straight to core.
 
 Parent directories of the files opened through the vfs are made by the
 session, each once (directories.py), which spares core's repeated attempts
@@ -107,7 +110,12 @@ class ApplySession(sessionmod.Session):
         ui = repo.ui
         self._repo = repo
         self.format = fmt
+        self.expectedcount = expectedcount
         self.expectedbytes = expectedbytes
+        # whether each file is opened through the vfs and copied with
+        # util.filechunkiter: all but stream v2 from Mercurial 7.0 on,
+        # whose files _write_files writes (the session wraps it)
+        self.opens_through_vfs = fmt != b'v2' or not compat.HAS_WRITE_FILES
         self.reportstyle = settings.report(ui)
         # a debugapplystreamclonebundle running: it shows the reports
         self._collector = reportmod.collector(repo)
@@ -118,26 +126,21 @@ class ApplySession(sessionmod.Session):
             or self._collector is not None
         )
         super().__init__(
-            ui, expectedcount, sample=1 if self.timed else closermod.SAMPLE
+            ui, expectedcount, sample=1 if self.timed else closermod.SAMPLE,
+            openseam=_OPEN_SEAM if self.opens_through_vfs else None,
         )
         self._opening = None  # the last file write_files began to open
         self.inmakedirs = False  # see makedirs()
-        # the files left to core while closes are cheap: those whose bytes
-        # are counted by their size (vfs, path), the bytes of those core
-        # closed through the session or whose size the stream declared,
-        # whether the file core opened last will be closed through it
-        # (stream v1), the last file opened, if it was one of them
-        self._corefiles = []
-        self._corebytes = 0
-        # stream v2 through the vfs (filechunkiter): the stream the
-        # consumer reads, the file core just opened (vfs, path) until the
-        # stream declares its size, the latest file with a declared size
-        # (vfs, path, size)
+        # the stream the consumer reads, and how many of its files it
+        # began to copy (filechunkiter)
         self.stream = None
-        self.awaiting_size = None
-        self._lastdeclared = None
+        self.streamfiles = 0
+        # the files left to core while closes are cheap: their bytes,
+        # whether the file core opened last will be closed through the
+        # session (stream v1), whether the file opened last was core's
+        self._corebytes = 0
         self._coreclose = False
-        self._lastcore = None
+        self._lastcore = False
         # whole files written by writer threads where opens wait
         # (deferredwrite.py): their closer, once started.  Opens are
         # sampled whether the report is shown or not: the report times
@@ -169,6 +172,8 @@ class ApplySession(sessionmod.Session):
                 os.path.normpath(repo.cachevfs.join(b'')),
             )
         }
+        # where the stream writes: an error there is of one of its files
+        self._written_roots = tuple(root + b'/' for root in self._before)
         # files are named relative to the store, or to .hg for the rest
         self._roots = tuple(
             (os.path.normpath(root) + b'/', prefix)
@@ -357,21 +362,6 @@ class ApplySession(sessionmod.Session):
         check for v1; v2 reads what is left without checking)"""
         if self.expectedbytes is None:
             return
-        # count each file core wrote once, though stream v2 before 7.0
-        # leaves several backgroundclosing() contexts, each checking
-        self._settle_pending_size()
-        self._corebytes += sum(
-            os.stat(vfs.join(path)).st_size for vfs, path in self._corefiles
-        )
-        del self._corefiles[:]
-        if self._lastdeclared is not None:
-            # a file core copies holds the size the stream declared for it,
-            # unless the stream ended inside it; no file can follow such a
-            # one (core aborts reading the next header), so only the latest
-            # can be short: one stat instead of one a file
-            vfs, path, size = self._lastdeclared
-            self._corebytes += os.stat(vfs.join(path)).st_size - size
-            self._lastdeclared = None
         written = self.book.merged()['write'].bytes + self._corebytes
         if written != self.expectedbytes:
             raise malformed.abort(
@@ -380,6 +370,14 @@ class ApplySession(sessionmod.Session):
             )
 
     def may_skip(self):
+        """whether files may be left to core (``_leaves_files``), and, where
+        they open through the vfs, a skip would end: ``filechunkiter``,
+        which counts the files left to core, was seen copying one"""
+        return self._leaves_files() and (
+            self.streamfiles > 0 or not self.opens_through_vfs
+        )
+
+    def _leaves_files(self):
         """files are left to core only where the session has nothing else
         to do with them: no report to time them for, no writer threads
         started or about to be, and a closer that measured closes cheap
@@ -390,32 +388,33 @@ class ApplySession(sessionmod.Session):
             and self.writepolicy.opens_cheap()
         )
 
-    def leave_open_to_core(self, vfs, path, closedhere):
-        """the file ``path`` of ``vfs`` is about to be opened by core, for
-        core to write and close (through ``close_core_file`` if
-        ``closedhere``, as stream v1 does)"""
-        if closedhere:
+    def core_opened(self, chunks, size):
+        """core just opened the stream's next file, left to it, and copies
+        it from ``chunks`` (util.filechunkiter, ``size`` bytes): one file
+        fewer to leave to core, and the last one of a skip ends it.  The
+        chunks to copy."""
+        self.leave_to_core()
+        if not self.skipping:
+            self.skip_ends()
+        self._lastcore = True
+        if self.format == b'v1':
+            # opened with backgroundclose=True: its close comes back to
+            # the session, which counts its bytes (close_core_file)
             self._coreclose = True
         elif self.expectedbytes is not None:
-            if self.awaiting_size is not None:
-                # tested here first: this runs for every file left to core
-                self._settle_pending_size()
-            self.awaiting_size = (vfs, path)
-        self._lastcore = (vfs, path)
+            if type(size) is int and self.streamfiles < self.expectedcount:
+                # a file the stream goes on after holds what it declared
+                self._corebytes += size
+            else:
+                # the stream may end inside its last file, which is then
+                # copied short without an error: counted as copied
+                return self._counted(chunks)
+        return chunks
 
-    def size_declared(self, size):
-        """the stream declares ``size`` bytes for the file core just
-        opened (``awaiting_size``), and core is about to copy them"""
-        vfs, path = self.awaiting_size
-        self.awaiting_size = None
-        self._corebytes += size
-        self._lastdeclared = (vfs, path, size)
-
-    def _settle_pending_size(self):
-        # no size declared for the file core opened: counted by its size
-        if self.awaiting_size is not None:
-            self._corefiles.append(self.awaiting_size)
-            self.awaiting_size = None
+    def _counted(self, chunks):
+        for chunk in chunks:
+            self._corebytes += len(chunk)
+            yield chunk
 
     def closes_core_file(self):
         """whether the file core closes now is one left to it"""
@@ -434,31 +433,30 @@ class ApplySession(sessionmod.Session):
 
     def streamed(self):
         """every file of the stream is written and closed"""
-        self._lastcore = None
+        self._lastcore = False
 
     def core_file_abort(self, exc):
         """the abort that names the file core was opening or writing when
         ``exc`` was raised, as the session's own files do; None if ``exc``
-        does not come from there"""
-        if self._lastcore is None:
+        does not come from there, or the file cannot be told.  No wrapper
+        saw the file open: an open names its file in the error; a write
+        is the consumer's, into its open file (_written_by_consumer)."""
+        if not (self.leaving or self._lastcore):
             return None
-        vfs, path = self._lastcore
-        joined = vfs.join(path)
-        if isinstance(exc, ValueError) and b'\0' in path:
-            action = 'opening'  # a NUL byte in its name (see _open_here)
-        elif not isinstance(exc, OSError) or isinstance(
+        if not isinstance(exc, OSError) or isinstance(
             exc, error.StdioError  # the terminal or a pipe, not the file
         ):
             return None
-        elif exc.filename is not None:
-            if os.fsencode(exc.filename) != joined:
-                return None
+        if exc.filename is not None:
+            joined = os.path.normpath(os.fsencode(exc.filename))
             action = 'opening'
-        elif exc.errno in _WRITE_ERRNOS and _raised_by_consumer(exc):
-            # the consumer's own write or close of the file; a failed read
-            # of the stream is raised deeper, where it reads
+        elif exc.errno in _WRITE_ERRNOS:
+            # a failed read of the stream is raised deeper, where it reads
+            joined = _written_by_consumer(exc)
             action = 'writing'
         else:
+            return None
+        if joined is None or not joined.startswith(self._written_roots):
             return None
         return self.abort(closermod.FileError(joined, exc, action))
 
@@ -653,7 +651,7 @@ class ApplySession(sessionmod.Session):
                 ours = False
                 directories.forget(vfs.base, dirname)
                 self._make_parents(vfs, path, mode, dirname, kwargs)
-        self._lastcore = None
+        self._lastcore = False
         if type(fp) is handover.DescriptorFile:
             return fp  # counts its writes, hands itself over
         name = getattr(fp, 'name', None)  # what the vfs opened
@@ -669,7 +667,7 @@ class ApplySession(sessionmod.Session):
         wrapped: a DescriptorFile costs less than core's file, but would
         wrap posixfile until files are left to core again (Session.
         closed_one removes it then), one wrapping more each sample"""
-        return not self.files.wraps_posixfile() and self.may_skip()
+        return not self.files.wraps_posixfile() and self._leaves_files()
 
     def _make_parents(self, vfs, path, mode, dirname, kwargs):
         if kwargs.get('auditpath', True):
@@ -965,16 +963,22 @@ class ApplySession(sessionmod.Session):
             raise closermod.FileError(path, exc) from exc
 
 
-def _raised_by_consumer(exc):
-    """whether the innermost Python frame ``exc`` went through is one of
-    core's stream consumers (a write or close it called), not code they
-    called (reading the stream, progress output)"""
+def _written_by_consumer(exc):
+    """the file core's stream consumer was writing when it raised ``exc``
+    (the innermost Python frame ``exc`` went through is the consumer's: a
+    write or close it called, not code it called to read the stream), as
+    it was opened; None if not from there.  Every consumer from Mercurial
+    6.5 to 7.2 calls the file it writes ``ofp``."""
     tb = exc.__traceback__
     if tb is None:
-        return False
+        return None
     while tb.tb_next is not None:
         tb = tb.tb_next
-    return tb.tb_frame.f_globals.get('__name__') == streamclone.__name__
+    frame = tb.tb_frame
+    if frame.f_globals.get('__name__') != streamclone.__name__:
+        return None
+    name = getattr(frame.f_locals.get('ofp'), 'name', None)
+    return os.path.normpath(name) if type(name) is bytes else None
 
 
 def _descriptors_of(path):
@@ -1087,14 +1091,11 @@ def session_seams(session, repo):
     """the wrappers in place while ``session`` applies a stream to
     ``repo``"""
     wrappers = list(_SESSION_SEAMS)
-    if (
-        session.format == b'v2'
-        and session.expectedbytes is not None
-        and not compat.HAS_WRITE_FILES
-    ):
-        # the sizes of the files left to core (stream v1 counts them as
-        # they close, v3 declares no total)
+    if session.opens_through_vfs:
         wrappers.append(_FILECHUNKITER_SEAM)
+    else:
+        # stream v2 from 7.0 on: any other file opened inside the apply
+        wrappers.append(_OPEN_SEAM)
     if session.journaled and type(repo.svfs) is not vfsmod.vfs:
         # the store's vfs class, which encodes names (see storeopen)
         wrappers.append((type(repo.svfs), '__call__', storeopen))
@@ -1161,13 +1162,10 @@ def _streamed(session, rawvfs, mode, args, kwargs):
 
 
 def vfsopen(session, orig, self, path, mode=b'rb', *args, **kwargs):
+    """a file the stream writes is the session's (not in place while
+    files are left to core)"""
     if not _streamed(session, self, mode, args, kwargs):
         return orig(self, path, mode, *args, **kwargs)
-    if session.skipping and session.leave_to_core():
-        session.leave_open_to_core(
-            self, path, bool(kwargs.get('backgroundclose'))
-        )
-        return orig(self, path, mode, **kwargs)
     kwargs.pop('backgroundclose', None)
     return session.open(orig, self, path, mode, kwargs)
 
@@ -1240,27 +1238,29 @@ def write_files(session, orig, info):
 
 
 def filechunkiter(session, orig, f, *args, **kwargs):
-    """stream v2 before Mercurial 7.0 copies each file with
-    ``util.filechunkiter(fp, limit=datalen)`` right after opening it: for
-    a file left to core, the size the stream declares (check_complete).
-    Only the consumer's thread opens files left to core (``vfsopen``) and
-    reads its stream, so no thread check here: this runs for every file.
-    A size given otherwise is not taken (the file is measured instead)."""
-    if session.awaiting_size is not None and f is session.stream:
-        limit = kwargs.get('limit')
-        if type(limit) is int:
-            session.size_declared(limit)
-    return orig(f, *args, **kwargs)
+    """stream v1, v3 and v2 before Mercurial 7.0 copy each file with
+    ``util.filechunkiter(stream, limit=size)`` right after opening it.
+    While files are left to core (the open wrapper away), the file just
+    opened is one of them (``ApplySession.core_opened``).  Only the
+    consumer's thread reads its stream, so no thread check here: this
+    runs for every file."""
+    chunks = orig(f, *args, **kwargs)
+    if f is session.stream:
+        session.streamfiles += 1
+        if session.leaving:
+            return session.core_opened(chunks, kwargs.get('limit'))
+    return chunks
 
 
-# stream v2 through the vfs, with files left to core: their declared sizes
+# opened through the vfs: the session's own files (taken away during skips),
+# and where files left to core are counted
+_OPEN_SEAM = (vfsmod.vfs, '__call__', vfsopen)
 _FILECHUNKITER_SEAM = (util, 'filechunkiter', filechunkiter)
 
 
 # wrapped only while a stream apply runs, bound to it (see seams.py)
 _SESSION_SEAMS = [
     (vfsmod, 'backgroundfilecloser', backgroundfilecloser),
-    (vfsmod.vfs, '__call__', vfsopen),
     (streamclone, '_write_files', write_files)
     if compat.HAS_WRITE_FILES
     else None,
