@@ -135,8 +135,8 @@ Mercurial releases, whose revlogs differ a little: they are globbed.)
 The same stream cut short inside its last file, applied by 'hg unbundle'
 with closes measured cheap: the closer leaves most files to core, and the
 last one is still found short.  (Before Mercurial 7.0 those files are
-counted by the sizes the stream declares, and only the last one is
-measured.)  A whole stream applies as it should.
+counted by the sizes the stream declares, and the last one's bytes as
+core copies them.)  A whole stream applies as it should.
 
   $ cheap="--config worker.backgroundclosethreshold=100000"
   $ rm -rf r && hg init r

@@ -26,6 +26,7 @@ from hgext3rd.backgroundclose import (  # noqa: E402
     closer as closermod,
     compat,
     handover,
+    policy as policymod,
     report as reportmod,
     revlogwrite,
     seams,
@@ -443,6 +444,34 @@ def test_core_s_v2_consumer_declares_the_sizes_of_files_left_to_core(
     assert repo.svfs.read(names[-1]) == b'%d' % (count - 1)
 
 
+@pytest.mark.skipif(
+    compat.HAS_WRITE_FILES,
+    reason='from Mercurial 7.0 on, _write_files writes stream v2 files',
+)
+def test_core_s_v2_consumer_cut_inside_a_last_file_left_to_core_aborts(
+    cheap_closes_repo, monkeypatch
+):
+    from mercurial import streamclone
+
+    repo = cheap_closes_repo
+    count = sessionmod.Session.SAMPLE * 2
+    payload = streamcraft.v2_payload(
+        [(b's', b'data/f%d.i' % n, b'%d' % n) for n in range(count)]
+    )
+    consume = streamapply.consumer(b'v2')
+    leftto = calls_of(monkeypatch, streamapply.ApplySession, 'core_opened')
+    with pytest.raises(error.Abort) as caught:
+        consume(streamclone.consumev2, repo, io.BytesIO(payload[:-1]), count,
+                stream_bytes(count))
+    assert caught.value.message.endswith(
+        b': %d bytes of file data, the header declares %d'
+        % (stream_bytes(count) - 1, stream_bytes(count))
+    )
+    # the sample's files were the session's own, then the rest core's
+    assert len(leftto) == count // 2
+    assert not repo.svfs.exists(b'data/f%d.i' % (count - 1))
+
+
 def test_files_left_to_core_open_without_the_posixfile_wrapper(
     cheap_closes_repo, monkeypatch
 ):
@@ -769,26 +798,30 @@ def test_a_stream_v2_file_left_to_core_that_fails_is_named_and_closed(
     (b'backgroundclosewrites', None),  # opens not measured yet
 ])
 def test_no_file_is_left_to_core_where_the_session_needs_them(
-    cheap_closes_repo, setting
+    cheap_closes_repo, monkeypatch, setting
 ):
     repo = cheap_closes_repo
     repo.ui.setconfig(b'worker', setting[0], setting[1], b'test')
     repo.ui.pushbuffer()
     session = streamapply.ApplySession(repo, b'v3')
     count = sessionmod.Session.SAMPLE * 2
+    # opens measured after more than this stream's files, whatever one
+    # slow open on a loaded machine makes the policy time
+    monkeypatch.setattr(policymod.WritePolicy, 'FIRST', count + 1)
     kinds = write_stream_files(repo, session, count)
     repo.ui.popbuffer()
     assert kinds == [own_file(session)] * count
 
 
-def raised_in(module, exc):
+def raised_in(module, exc, ofp=None):
     """``exc`` as raised by code of ``module`` (its traceback's innermost
-    frame there)"""
+    frame there), whose local ``ofp`` is ``ofp`` (as core's stream
+    consumers call the file they write)"""
     namespace = {'__name__': module}
-    exec(compile('def fail(exc):\n    raise exc\n', module, 'exec'),
+    exec(compile('def fail(exc, ofp):\n    raise exc\n', module, 'exec'),
          namespace)
     try:
-        namespace['fail'](exc)
+        namespace['fail'](exc, ofp)
     except BaseException as raised:
         return raised
 
@@ -807,19 +840,23 @@ def calls_of(monkeypatch, cls, name):
     return calls
 
 
+@pytest.mark.parametrize('position', ['inside', 'last'])
 @pytest.mark.parametrize('action', ['opening', 'writing'])
 def test_a_file_left_to_core_that_fails_is_named(
-    cheap_closes_repo, monkeypatch, action
+    cheap_closes_repo, monkeypatch, action, position
 ):
     # core's stream v3 consumer: no wrapper sees a file left to core open,
-    # nor its writes; a real failure in one is named all the same
+    # nor its writes; a real failure in one is named all the same, also in
+    # the last file of a skip (it ends the skip as core begins to copy it)
     import errno
     import resource
     from mercurial import streamclone
 
     repo = cheap_closes_repo
-    count = sessionmod.Session.SAMPLE * 2
-    failing = count - 3
+    sample, skip = sessionmod.Session.SAMPLE, 8
+    monkeypatch.setattr(sessionmod.Session, 'SKIP', skip)
+    count = sample * 2 + skip
+    failing = sample + (skip // 2 if position == 'inside' else skip - 1)
     files = [(b'data/f%d.i' % n, b'%d' % n) for n in range(count)]
     name = files[failing][0]
     limits = resource.getrlimit(resource.RLIMIT_FSIZE)
@@ -845,7 +882,7 @@ def test_a_file_left_to_core_that_fails_is_named(
         action.encode(), name, reason)
     # every file after the sample was core's, up to the failing one (which
     # core did not open, or opened and began to copy)
-    copied = failing - sessionmod.Session.SAMPLE
+    copied = failing - sample
     assert len(leftto) == copied + (action == 'writing')
 
 
@@ -854,33 +891,56 @@ def test_only_an_error_of_a_file_left_to_core_is_named(cheap_closes_repo):
 
     repo = cheap_closes_repo
     session = streamapply.ApplySession(repo, b'v3')
-    denied = OSError(errno.EACCES, 'Permission denied',
-                     repo.store.rawvfs.join(b'data/_a.i').decode())
+    joined = repo.store.rawvfs.join(b'data/_a.i')
+    denied = OSError(errno.EACCES, 'Permission denied', joined.decode())
+
+    class Written:
+        name = joined  # as core's vfs opened it
+
+    def full(module='mercurial.streamclone', errno=errno.ENOSPC,
+             ofp=Written()):
+        return raised_in(module, OSError(errno, os.strerror(errno)), ofp)
+
     # no file left to core: the session's own files name themselves
     assert session.core_file_abort(denied) is None
-    session.leaving = True
+    assert session.core_file_abort(full()) is None
+    # a skip of two files began: the next file opens through core
+    session.skipping = 2
+    session.skip_begins()
     assert session.core_file_abort(denied).message == (
         b'error opening data/_a.i: Permission denied'
     )
+    # no file left to core was copied yet: a write is not one of theirs
+    assert session.core_file_abort(full()) is None
+    session.core_opened(iter(()), 0)
+    assert session.core_file_abort(full()).message == (
+        b'error writing data/_a.i: No space left on device'
+    )
     # not from a file left to core: the stream read where it is read, the
-    # terminal or a pipe, an error no write raises, a write raised where
-    # no file is open, a file elsewhere, not an OSError (a NUL byte in a
-    # name: the caller's malformed abort)
+    # terminal or a pipe, an error no write raises, a write where no file
+    # is open, a file elsewhere, a descriptor for a name, not an OSError
+    # (a NUL byte in a name: the caller's malformed abort)
+    class Elsewhere:
+        name = b'/elsewhere'
+
     for other in (
-        raised_in('mercurial.util', OSError(errno.EIO, 'I/O error')),
+        full(module='mercurial.util'),
         raised_in('mercurial.streamclone', error.StdioError(
-            OSError(errno.ENOSPC, 'No space left on device'))),
-        raised_in('mercurial.streamclone', OSError(errno.EPIPE, 'Broken')),
-        raised_in('mercurial.streamclone',
-                  OSError(errno.ENOSPC, 'No space left on device')),
+            OSError(errno.ENOSPC, 'No space left on device')), Written()),
+        full(errno=errno.EPIPE),
+        full(ofp=None),
+        full(ofp=Elsewhere()),
         OSError(errno.EACCES, 'Permission denied', '/elsewhere'),
+        OSError(errno.EBADF, 'Bad file descriptor', 3),
         ValueError('embedded null byte'),
     ):
         assert session.core_file_abort(other) is None, other
-    # once the stream is written, an error is the transaction's
-    session.leaving = False
+    # once the stream is written, an error is the transaction's, though
+    # the stream ended inside a skip
+    assert session.leaving
     session.streamed()
     assert session.core_file_abort(denied) is None
+    assert session.core_file_abort(full()) is None
     session.finish(failing=False)
 
 

@@ -96,7 +96,8 @@ class Session:
         # another extension's chain still holds then does nothing
         self.running = True
         # files left to core before the next sample, and in all: stream
-        # files as they are opened, revlogs as a changegroup reaches them
+        # files as core opens or writes them, revlogs as a changegroup
+        # reaches them
         self.skipping = 0
         self.skipped = 0
         self._sampled = 0  # closes in the current sample

@@ -9,7 +9,7 @@
 A stream apply (``streamclone.consumev1``, ``consumev2``, ``consumev3``) runs
 inside an ``ApplySession``: one closer and one set of timings for the whole
 apply.  The session reaches the places where files are written through
-three small wrappers, all of which do nothing when no session is active:
+small wrappers, all of which do nothing when no session is active:
 
 - ``vfs.backgroundfilecloser``: what ``vfs.backgroundclosing()`` enters.  In
   a session it is the session's closer, so that leaving the context still
@@ -22,6 +22,8 @@ three small wrappers, all of which do nothing when no session is active:
   (but a sample while closes are cheap: see ``_open_here``).
   Opening itself is core's: path audit, store encoding and file modes are
   untouched.
+- ``util.filechunkiter``: how those consumers copy each file, right after
+  opening it; where the files left to core are counted (below).
 - ``streamclone._write_files`` (Mercurial 7.0 and later, stream v2): the
   paths it receives were prepared and audited by the store's vfs
   (``prepare_streamed_file``); the replacement writes them like core does
@@ -30,8 +32,9 @@ three small wrappers, all of which do nothing when no session is active:
 While closes and opens are measured cheap, with no report to time files
 for, the session leaves most files to core and takes only a sample
 through its own path (session.py).  Files opened through the vfs are
-then opened, written and closed by core alone: the ``vfs.__call__``
-wrapper is taken away for the length of a skip.  Each consumer copies a
+then opened and written by core alone (and closed, but for stream v1's,
+whose closes come back to the session): the ``vfs.__call__`` wrapper is
+taken away for the length of a skip.  Each consumer copies a
 file with ``util.filechunkiter(stream, limit=size)`` right after opening
 it, which the session wraps for the whole apply: there it counts the files
 left to core and ends the skip (``core_opened``).  Their bytes are counted
@@ -141,6 +144,8 @@ class ApplySession(sessionmod.Session):
         self._corebytes = 0
         self._coreclose = False
         self._lastcore = False
+        # once the stream is written, what fails is no file of it
+        self._streamdone = False
         # whole files written by writer threads where opens wait
         # (deferredwrite.py): their closer, once started.  Opens are
         # sampled whether the report is shown or not: the report times
@@ -369,6 +374,10 @@ class ApplySession(sessionmod.Session):
                 % (written, self.expectedbytes)
             )
 
+    def may_ever_skip(self):
+        """whether files may ever be left to core (see _leaves_files)"""
+        return not self.timed and self.closer.policy == policymod.ADAPTIVE
+
     def may_skip(self):
         """whether files may be left to core (``_leaves_files``), and, where
         they open through the vfs, a skip would end: ``filechunkiter``,
@@ -382,11 +391,7 @@ class ApplySession(sessionmod.Session):
         to do with them: no report to time them for, no writer threads
         started or about to be, and a closer that measured closes cheap
         (one told to close inline measures nothing)"""
-        return (
-            not self.timed
-            and self.closer.policy == policymod.ADAPTIVE
-            and self.writepolicy.opens_cheap()
-        )
+        return self.may_ever_skip() and self.writepolicy.opens_cheap()
 
     def core_opened(self, chunks, size):
         """core just opened the stream's next file, left to it, and copies
@@ -434,23 +439,30 @@ class ApplySession(sessionmod.Session):
     def streamed(self):
         """every file of the stream is written and closed"""
         self._lastcore = False
+        self._streamdone = True
 
     def core_file_abort(self, exc):
         """the abort that names the file core was opening or writing when
         ``exc`` was raised, as the session's own files do; None if ``exc``
         does not come from there, or the file cannot be told.  No wrapper
         saw the file open: an open names its file in the error; a write
-        is the consumer's, into its open file (_written_by_consumer)."""
-        if not (self.leaving or self._lastcore):
+        is the consumer's, into its open file (_written_by_consumer),
+        once a file left to core was copied.  (A read of the stream that
+        fails in C right in the consumer, as readline() of a local
+        packed1 bundle, looks the same: the file left to core before it
+        is named.)"""
+        if self._streamdone or not (self.leaving or self._lastcore):
             return None
         if not isinstance(exc, OSError) or isinstance(
             exc, error.StdioError  # the terminal or a pipe, not the file
         ):
             return None
-        if exc.filename is not None:
+        if isinstance(exc.filename, (str, bytes)):
             joined = os.path.normpath(os.fsencode(exc.filename))
             action = 'opening'
-        elif exc.errno in _WRITE_ERRNOS:
+        elif exc.filename is None and exc.errno in _WRITE_ERRNOS and (
+            self._lastcore
+        ):
             # a failed read of the stream is raised deeper, where it reads
             joined = _written_by_consumer(exc)
             action = 'writing'
@@ -1091,11 +1103,8 @@ def session_seams(session, repo):
     """the wrappers in place while ``session`` applies a stream to
     ``repo``"""
     wrappers = list(_SESSION_SEAMS)
-    if session.opens_through_vfs:
+    if session.opens_through_vfs and session.may_ever_skip():
         wrappers.append(_FILECHUNKITER_SEAM)
-    else:
-        # stream v2 from 7.0 on: any other file opened inside the apply
-        wrappers.append(_OPEN_SEAM)
     if session.journaled and type(repo.svfs) is not vfsmod.vfs:
         # the store's vfs class, which encodes names (see storeopen)
         wrappers.append((type(repo.svfs), '__call__', storeopen))
@@ -1163,8 +1172,9 @@ def _streamed(session, rawvfs, mode, args, kwargs):
 
 def vfsopen(session, orig, self, path, mode=b'rb', *args, **kwargs):
     """a file the stream writes is the session's (not in place while
-    files are left to core)"""
-    if not _streamed(session, self, mode, args, kwargs):
+    files are left to core: a chain of another extension's that still
+    holds this wrapper then passes the file on)"""
+    if session.leaving or not _streamed(session, self, mode, args, kwargs):
         return orig(self, path, mode, *args, **kwargs)
     kwargs.pop('backgroundclose', None)
     return session.open(orig, self, path, mode, kwargs)
@@ -1252,8 +1262,8 @@ def filechunkiter(session, orig, f, *args, **kwargs):
     return chunks
 
 
-# opened through the vfs: the session's own files (taken away during skips),
-# and where files left to core are counted
+# stream v1, v3 and v2 before 7.0: the session's own files (taken away
+# during skips), and where the files left to core are counted
 _OPEN_SEAM = (vfsmod.vfs, '__call__', vfsopen)
 _FILECHUNKITER_SEAM = (util, 'filechunkiter', filechunkiter)
 
