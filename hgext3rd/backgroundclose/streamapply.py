@@ -398,7 +398,9 @@ class ApplySession(sessionmod.Session):
         it from ``chunks`` (util.filechunkiter, ``size`` bytes): one file
         fewer to leave to core, and the last one of a skip ends it.  The
         chunks to copy."""
-        self.leave_to_core()
+        # leave_to_core(), inline: this runs for every file left to core
+        self.skipping -= 1
+        self.skipped += 1
         if not self.skipping:
             self.skip_ends()
         self._lastcore = True
@@ -1247,18 +1249,22 @@ def write_files(session, orig, info):
     return session.write_files(info)
 
 
-def filechunkiter(session, orig, f, *args, **kwargs):
+def filechunkiter(session, orig, f, size=None, limit=None):
     """stream v1, v3 and v2 before Mercurial 7.0 copy each file with
     ``util.filechunkiter(stream, limit=size)`` right after opening it.
     While files are left to core (the open wrapper away), the file just
     opened is one of them (``ApplySession.core_opened``).  Only the
     consumer's thread reads its stream, so no thread check here: this
-    runs for every file."""
-    chunks = orig(f, *args, **kwargs)
+    runs for every file, hence its named arguments (no ``*args`` or
+    ``**kwargs`` to pack and unpack again)."""
+    if size is None:  # core's default
+        chunks = orig(f, limit=limit)
+    else:
+        chunks = orig(f, size, limit)
     if f is session.stream:
         session.streamfiles += 1
         if session.leaving:
-            return session.core_opened(chunks, kwargs.get('limit'))
+            return session.core_opened(chunks, limit)
     return chunks
 
 
