@@ -408,61 +408,57 @@ def test_a_stream_that_ends_inside_a_file_left_to_core_is_found_short(
     )
 
 
-@pytest.mark.skipif(
+# stream v2 before Mercurial 7.0: core's consumev2 opens each file through
+# the vfs and copies it with util.filechunkiter
+needs_v2_through_the_vfs = pytest.mark.skipif(
     compat.HAS_WRITE_FILES,
     reason='from Mercurial 7.0 on, _write_files writes stream v2 files',
 )
-def test_core_s_v2_consumer_declares_the_sizes_of_files_left_to_core(
-    cheap_closes_repo, monkeypatch
-):
+
+
+def v2_consumed(repo, count, cut=0):
+    """apply a stream v2 of ``count`` files through core's consumev2 in a
+    session, the stream cut ``cut`` bytes short"""
     from mercurial import streamclone
 
-    repo = cheap_closes_repo
-    count = sessionmod.Session.SAMPLE * 2
-    names = [b'data/f%d.i' % n for n in range(count)]
-    payload = streamcraft.v2_payload(
-        [(b's', name, b'%d' % n) for n, name in enumerate(names)]
-    )
-    # the sample's files are the session's own, then the rest left to core
-    left = [repo.svfs.join(name) for name in names[count // 2:]]
-    stats = stats_of(monkeypatch, set(left))
-    sizes = []
-    core_opened = streamapply.ApplySession.core_opened
-
-    def counting(session, chunks, size):
-        sizes.append(size)
-        return core_opened(session, chunks, size)
-
-    monkeypatch.setattr(streamapply.ApplySession, 'core_opened', counting)
-    consume = streamapply.consumer(b'v2')
-    consume(streamclone.consumev2, repo, io.BytesIO(payload), count,
-            stream_bytes(count))
-    # counted by the sizes the stream declares as core asks for them, none
-    # measured on disk
-    assert sizes == [len(b'%d' % n) for n in range(count // 2, count)]
-    assert stats == []
-    assert repo.svfs.read(names[-1]) == b'%d' % (count - 1)
-
-
-@pytest.mark.skipif(
-    compat.HAS_WRITE_FILES,
-    reason='from Mercurial 7.0 on, _write_files writes stream v2 files',
-)
-def test_core_s_v2_consumer_cut_inside_a_last_file_left_to_core_aborts(
-    cheap_closes_repo, monkeypatch
-):
-    from mercurial import streamclone
-
-    repo = cheap_closes_repo
-    count = sessionmod.Session.SAMPLE * 2
     payload = streamcraft.v2_payload(
         [(b's', b'data/f%d.i' % n, b'%d' % n) for n in range(count)]
     )
     consume = streamapply.consumer(b'v2')
+    consume(streamclone.consumev2, repo,
+            io.BytesIO(payload[:len(payload) - cut]), count,
+            stream_bytes(count))
+
+
+@needs_v2_through_the_vfs
+def test_core_s_v2_consumer_declares_the_sizes_of_files_left_to_core(
+    cheap_closes_repo, monkeypatch
+):
+    repo = cheap_closes_repo
+    count = sessionmod.Session.SAMPLE * 2
+    # the sample's files are the session's own, then the rest left to core
+    left = [repo.svfs.join(b'data/f%d.i' % n)
+            for n in range(count // 2, count)]
+    stats = stats_of(monkeypatch, set(left))
+    leftto = calls_of(monkeypatch, streamapply.ApplySession, 'core_opened')
+    v2_consumed(repo, count)
+    # counted by the sizes the stream declares as core asks for them, none
+    # measured on disk
+    assert [size for _chunks, size in leftto] == [
+        len(b'%d' % n) for n in range(count // 2, count)]
+    assert stats == []
+    assert repo.svfs.read(b'data/f%d.i' % (count - 1)) == b'%d' % (count - 1)
+
+
+@needs_v2_through_the_vfs
+def test_core_s_v2_consumer_cut_inside_a_last_file_left_to_core_aborts(
+    cheap_closes_repo, monkeypatch
+):
+    repo = cheap_closes_repo
+    count = sessionmod.Session.SAMPLE * 2
     leftto = calls_of(monkeypatch, streamapply.ApplySession, 'core_opened')
     with pytest.raises(error.Abort) as caught:
-        consume(streamclone.consumev2, repo, io.BytesIO(payload[:-1]), count,
-                stream_bytes(count))
+        v2_consumed(repo, count, cut=1)
     assert caught.value.message.endswith(
         b': %d bytes of file data, the header declares %d'
         % (stream_bytes(count) - 1, stream_bytes(count))
