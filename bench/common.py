@@ -19,8 +19,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 DUMMYSSH = os.path.join(ROOT, 'tests', 'dummyssh')
 CORPUS = os.path.join(HERE, 'corpus.py')
-# the package the benchmarks load (an editable install points here)
+# the package the benchmarks load, and the hgrc section that loads it: by
+# path, as byte_compile() compiles it.  By name, hg would import whichever
+# copy is installed (another checkout's, installed editable), and compile
+# it again in each command where its .pyc files are stale
 EXTENSION = os.path.join(ROOT, 'hgext3rd', 'backgroundclose')
+EXTENSION_HGRC = '[extensions]\nbackgroundclose = %s\n' % EXTENSION
 
 
 @contextlib.contextmanager

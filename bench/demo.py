@@ -67,12 +67,7 @@ def main(argv=None):
     with common.workdir(prefix='hg-backgroundclose-demo-') as (work, mounted):
         hgrc = os.path.join(work, 'hgrc')
         with open(hgrc, 'w') as fp:
-            # this tree's package, by path, as byte_compile() compiled it:
-            # by name, hg imports whichever copy is installed (another
-            # checkout's, installed editable), and compiles it again in
-            # each command where its .pyc files are stale
-            fp.write('[extensions]\nbackgroundclose = %s\n'
-                     % common.EXTENSION)
+            fp.write(common.EXTENSION_HGRC)
         env = dict(os.environ, HGRCPATH=hgrc, HGPLAIN='1')
         where = 'tmpfs' if mounted else 'a temporary directory (not tmpfs)'
         print('working in %s: %s' % (where, work))

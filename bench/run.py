@@ -109,12 +109,7 @@ class Bench:
         self.shim = os.path.abspath(args.shim)
         hgrc = os.path.join(work, 'hgrc')
         with open(hgrc, 'w') as fp:
-            # this tree's package, by path, as byte_compile() compiled it:
-            # by name, hg imports whichever copy is installed (another
-            # checkout's, installed editable), and compiles it again in
-            # each command where its .pyc files are stale
-            fp.write('[extensions]\nbackgroundclose = %s\n'
-                     % common.EXTENSION)
+            fp.write(common.EXTENSION_HGRC)
             fp.write('[ui]\nusername = bench <bench@example.invalid>\n')
         self.env = dict(os.environ, HGRCPATH=hgrc, HGPLAIN='1')
         self.env.pop('LD_PRELOAD', None)
