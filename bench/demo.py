@@ -26,7 +26,7 @@ import common  # noqa: E402
 
 def clone(hg, env, src, dest, latency, shim, extra):
     """one stream clone; returns (seconds, report text)"""
-    env = common.latency_env(env, shim, latency)
+    env = common.latency_env(env, shim, str(latency))
     cmd = [
         hg, 'clone', '-U', '--stream', '--ssh', common.DUMMYSSH,
         '--config', 'ui.remotecmd=%s' % hg,
