@@ -440,7 +440,6 @@ class ApplySession(sessionmod.Session):
 
     def streamed(self):
         """every file of the stream is written and closed"""
-        self._lastcore = False
         self._streamdone = True
 
     def core_file_abort(self, exc):
