@@ -590,31 +590,6 @@ needs_v2_writer = pytest.mark.skipif(
 )
 
 
-def write_v2_files(repo, session, count, fail=None):
-    """write ``count`` files as stream v2 does from Mercurial 7.0 on
-    (core's _v2_parse_files, then _write_files), inside the session and a
-    transaction; ``fail``, if given, is raised once all are written"""
-    from mercurial import streamclone
-
-    def files():
-        known = set()
-        for number in range(count):
-            name = b'data/f%d.i' % number
-            repo.svfs.register_file(name)
-            path, mode = repo.svfs.prepare_streamed_file(name, known)
-            yield path, mode, iter([b'%d' % number])
-
-    def consume():
-        with repo.svfs.backgroundclosing(repo.ui):
-            streamclone._write_files(files())
-        if fail is not None:
-            raise fail
-
-    with repo.lock(), repo.transaction(b'clone'):
-        session.run(repo.store.rawvfs,
-                    streamapply.session_seams(session, repo), consume, (), {})
-
-
 def spy(monkeypatch, session, name):
     """the list of the first arguments ``session.name`` is called with"""
     calls = []
@@ -628,31 +603,132 @@ def spy(monkeypatch, session, name):
     return calls
 
 
+def sessions_made(monkeypatch):
+    """the list of the stream apply sessions made from now on"""
+    made = []
+    init = streamapply.ApplySession.__init__
+
+    def recorded(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(streamapply.ApplySession, '__init__', recorded)
+    return made
+
+
+def core_s_writes(monkeypatch):
+    """stream v2 from Mercurial 7.0 on: the list of the files core's own
+    _write_files writes from now on, each as (path, whether core's own
+    prepare_streamed_file was in place when _write_files got it)"""
+    from mercurial import streamclone, vfs as vfsmod
+
+    writes = []
+    write_files = streamclone._write_files
+    prepare = vfsmod.abstractvfs.prepare_streamed_file
+
+    def recorded(info):
+        def files():
+            for path, mode, data in info:
+                writes.append(
+                    (path, vfsmod.abstractvfs.prepare_streamed_file is prepare)
+                )
+                yield path, mode, data
+
+        write_files(files())
+
+    monkeypatch.setattr(streamclone, '_write_files', recorded)
+    return writes
+
+
+def v2_files(count):
+    """a stream v2 payload's files: [(name, data)]"""
+    return [(b'data/f%d.i' % n, b'%d' % n) for n in range(count)]
+
+
+def v2_applied(repo, files, stream=io.BytesIO, cut=0):
+    """apply a stream v2 of ``files`` through core's consumev2 in a
+    session, the stream read from ``stream(data)`` cut ``cut`` bytes
+    short"""
+    from mercurial import streamclone
+
+    payload = streamcraft.v2_payload([(b's', n, data) for n, data in files])
+    consume = streamapply.consumer(b'v2')
+    consume(streamclone.consumev2, repo,
+            stream(payload[:len(payload) - cut]), len(files),
+            sum(len(data) for _name, data in files))
+
+
 @needs_v2_writer
-def test_stream_v2_leaves_files_to_core_s_way_while_closes_are_cheap(
+def test_stream_v2_leaves_whole_skips_to_core_s_own_writer(
     cheap_closes_repo, monkeypatch
 ):
+    from mercurial import vfs as vfsmod
+
     repo = cheap_closes_repo
-    session, sample, skip, count = sample_skip_sample(repo, b'v2')
-    ascore = spy(monkeypatch, session, '_write_as_core')
-    # what prepare_streamed_file does for the session's own files only
-    prepared = spy(monkeypatch, session, 'stream_directory')
-    write_v2_files(repo, session, count)
-    assert session.skipped == skip
+    sample, skip = sessionmod.Session.SAMPLE, 8
+    monkeypatch.setattr(sessionmod.Session, 'SKIP', skip)
+    # a sample, a skip, a sample, a skip twice as long, cut short by the
+    # stream's end
+    count = sample * 2 + skip + skip
+    sessions = sessions_made(monkeypatch)
+    core = core_s_writes(monkeypatch)
+    prepared = calls_of(monkeypatch, streamapply.ApplySession,
+                        'stream_directory')
+    v2_applied(repo, v2_files(count))
+    session, = sessions
     rawvfs = repo.store.rawvfs
-    assert ascore == [rawvfs.join(b'data/f%d.i' % number)
-                      for number in range(sample, sample + skip)]
-    assert len(prepared) == count - skip
-    for number in (0, sample, count - 1):
+    left = (list(range(sample, sample + skip))
+            + list(range(sample * 2 + skip, count)))
+    # core wrote exactly the skips' files, and prepared each itself: the
+    # session's wrapper was away (but for the first of each, which the
+    # session's loop read before it could tell)
+    assert [path for path, _core in core] == [
+        rawvfs.join(b'data/f%d.i' % n) for n in left]
+    assert [n for n, (_path, ascore) in zip(left, core) if not ascore] == []
+    assert len(prepared) == count - len(left)
+    assert session.skipped == len(left)
+    assert session.skipping == 0
+    # the bytes of every file counted, those core wrote too (the apply
+    # checks them against the stream's declared total)
+    assert session.book.merged()['write'].bytes + session._corebytes == (
+        stream_bytes(count))
+    for number in (0, sample, sample + skip, count - 1):
         assert repo.svfs.read(b'data/f%d.i' % number) == b'%d' % number
     assert not session.closer.owned
+    prepare = vfsmod.abstractvfs.prepare_streamed_file
+    assert getattr(prepare, '__name__', None) == 'prepare_streamed_file'
 
 
 @needs_v2_writer
-def test_a_stream_v2_file_left_to_core_is_registered_when_journaled(
+@pytest.mark.parametrize('where', ['inside a skip', 'sampled'])
+def test_core_s_v2_writer_cut_inside_the_last_file_aborts(
+    cheap_closes_repo, monkeypatch, where
+):
+    repo = cheap_closes_repo
+    sample = sessionmod.Session.SAMPLE
+    monkeypatch.setattr(sessionmod.Session, 'SKIP', 8)
+    # the stream ends four files into a skip of 8, or with the first file
+    # of the sample after it
+    count = sample + (4 if where == 'inside a skip' else 8 + 1)
+    core = core_s_writes(monkeypatch)
+    files = v2_files(count)
+    with pytest.raises(error.Abort) as caught:
+        v2_applied(repo, files, cut=1)
+    total = sum(len(data) for _name, data in files)
+    assert caught.value.message.endswith(
+        b': %d bytes of file data, the header declares %d'
+        % (total - 1, total))
+    # core wrote the last file, or the session
+    assert len(core) == (4 if where == 'inside a skip' else 8)
+    assert not repo.svfs.exists(files[-1][0])
+
+
+@needs_v2_writer
+def test_a_journaled_stream_v2_leaves_no_file_to_core(
     repo_with, monkeypatch
 ):
-    # the cheap_closes_repo's settings, and the journal
+    # the cheap_closes_repo's settings, and the journal: each file is
+    # registered with the transaction by the session, once opened
     repo = repo_with([
         (b'backgroundclosemaxthreadcount', b'4'),
         (b'backgroundclosenative', b'yes'),
@@ -660,15 +736,18 @@ def test_a_stream_v2_file_left_to_core_is_registered_when_journaled(
         (b'backgroundclosewrites', b'no'),
         (b'backgroundclosejournal', b'yes'),
     ])
+    monkeypatch.setattr(sessionmod.Session, 'SKIP', 8)
     count = sessionmod.Session.SAMPLE * 2
-    session = streamapply.ApplySession(repo, b'v2')
+    sessions = sessions_made(monkeypatch)
+    core = core_s_writes(monkeypatch)
     # the transaction's abort alone removes the files
-    monkeypatch.setattr(session, 'undo', lambda: None)
-    with pytest.raises(ZeroDivisionError):
-        write_v2_files(repo, session, count, fail=ZeroDivisionError())
-    assert session.skipped == count - sessionmod.Session.SAMPLE
-    assert not [number for number in range(count)
-                if repo.svfs.exists(b'data/f%d.i' % number)]
+    monkeypatch.setattr(streamapply.ApplySession, 'undo', lambda self: None)
+    files = v2_files(count)
+    with pytest.raises(error.Abort):
+        v2_applied(repo, files, cut=1)  # fails once all are written
+    session, = sessions
+    assert session.skipped == 0 and core == []
+    assert not [name for name, _data in files if repo.svfs.exists(name)]
 
 
 @needs_v2_writer
@@ -679,31 +758,20 @@ def test_stream_v2_leaves_no_file_to_core_on_core_s_writer_threads(
     # write the files; prepare_streamed_file, on the reading thread, must
     # stop reading at their first failure, so skips nothing either
     repo = cheap_closes_repo
+    repo.ui.setconfig(b'worker', b'parallel-stream-bundle-processing',
+                      b'yes', b'test')
+    repo.ui.setconfig(b'worker',
+                      b'parallel-stream-bundle-processing.num-writer', b'2',
+                      b'test')
+    monkeypatch.setattr(sessionmod.Session, 'SKIP', 8)
     count = sessionmod.Session.SAMPLE * 3
-    session = streamapply.ApplySession(repo, b'v2')
-    prepared = spy(monkeypatch, session, 'stream_directory')
-    write_files = streamapply.ApplySession.write_files
-
-    def on_a_writer_thread(self, info):
-        # as core's threaded apply: the reading thread runs the parser (and
-        # so prepare_streamed_file) and queues each file for the writer
-        import queue
-
-        files = queue.Queue()
-        thread = threading.Thread(
-            target=write_files, args=(self, iter(files.get, None))
-        )
-        thread.start()
-        try:
-            for file in info:
-                files.put(file)
-        finally:
-            files.put(None)
-            thread.join()
-
-    monkeypatch.setattr(streamapply.ApplySession, 'write_files',
-                        on_a_writer_thread)
-    write_v2_files(repo, session, count)
+    sessions = sessions_made(monkeypatch)
+    prepared = calls_of(monkeypatch, streamapply.ApplySession,
+                        'stream_directory')
+    threads = calls_of(monkeypatch, streamapply.ApplySession, 'write_files')
+    v2_applied(repo, v2_files(count))
+    session, = sessions
+    assert len(threads) == 2  # written on core's two threads
     # no skip began, not even after the reading thread was done
     assert session.skipping == session.skipped == 0
     assert len(prepared) == count
@@ -713,77 +781,38 @@ def test_stream_v2_leaves_no_file_to_core_on_core_s_writer_threads(
 @needs_v2_writer
 @pytest.mark.parametrize('file', ['sampled', 'left to core'])
 def test_a_stream_v2_read_that_fails_is_not_a_write_of_the_file(
-    cheap_closes_repo, file
+    cheap_closes_repo, monkeypatch, file
 ):
     import errno
 
-    # core reads a large file's chunks as they are written: the stream's
-    # failure is its own, whichever way the file is written
+    # core reads each file as it writes it: the stream's failure is its
+    # own, whichever way the file is written, even with an errno a write
+    # may fail with
     repo = cheap_closes_repo
-    failing = 3 if file == 'sampled' else sessionmod.Session.SAMPLE + 3
-    session = streamapply.ApplySession(repo, b'v2')
-    reset = ConnectionResetError(errno.ECONNRESET, 'Connection reset by peer')
+    monkeypatch.setattr(sessionmod.Session, 'SKIP', 8)
+    sample = sessionmod.Session.SAMPLE
+    failing = 3 if file == 'sampled' else sample + 3
+    files = v2_files(sample * 2)
+    payload = streamcraft.v2_payload([(b's', n, d) for n, d in files])
+    # where the failing file's data begins
+    end = payload.index(files[failing][0]) + len(files[failing][0])
+    sessions = sessions_made(monkeypatch)
 
-    def chunks(number):
-        yield b'%d' % number
-        if number == failing:
-            raise reset
-
-    from mercurial import streamclone
-
-    def files():
-        known = set()
-        for number in range(failing + 2):
-            name = b'data/f%d.i' % number
-            path, mode = repo.svfs.prepare_streamed_file(name, known)
-            yield path, mode, chunks(number)
-
-    def consume():
-        with repo.svfs.backgroundclosing(repo.ui):
-            streamclone._write_files(files())
+    class Failing(io.BytesIO):
+        def read(self, size=-1):
+            if self.tell() + (size if size >= 0 else 1) > end:
+                raise OSError(errno.EIO, os.strerror(errno.EIO))
+            return super().read(size)
 
     opened = set(os.listdir('/proc/self/fd'))
-    with pytest.raises(ConnectionResetError):
-        with repo.lock(), repo.transaction(b'clone'):
-            session.run(repo.store.rawvfs, streamapply._SESSION_SEAMS,
-                        consume, (), {})
-    assert session.skipped == (0 if file == 'sampled' else 4)
-    assert not session.closer.owned
-    assert set(os.listdir('/proc/self/fd')) <= opened
-
-
-@needs_v2_writer
-@pytest.mark.parametrize('action', ['opening', 'writing'])
-def test_a_stream_v2_file_left_to_core_that_fails_is_named_and_closed(
-    cheap_closes_repo, monkeypatch, action
-):
-    import errno
-
-    repo = cheap_closes_repo
-    failing = sessionmod.Session.SAMPLE + 3
-    name = b'data/f%d.i' % failing
-    path = repo.store.rawvfs.join(name)
-    if action == 'opening':
-        os.makedirs(path)  # a directory in its place
-        reason = b'Is a directory'
-    else:
-        write_all = closermod.write_all
-
-        def full(fd, data):
-            if os.readlink('/proc/self/fd/%d' % fd) == os.fsdecode(path):
-                raise OSError(errno.ENOSPC, 'No space left on device')
-            return write_all(fd, data)
-
-        monkeypatch.setattr(closermod, 'write_all', full)
-        reason = b'No space left on device'
-    session = streamapply.ApplySession(repo, b'v2')
-    ascore = spy(monkeypatch, session, '_write_as_core')
-    opened = set(os.listdir('/proc/self/fd'))
-    with pytest.raises(error.Abort) as caught:
-        write_v2_files(repo, session, failing + 2)
-    assert caught.value.message == b'error %s %s: %s' % (
-        action.encode(), name, reason)
-    assert ascore[-1] == path  # left to core
+    core = core_s_writes(monkeypatch)
+    with pytest.raises(OSError) as caught:
+        v2_applied(repo, files, stream=Failing)
+    assert caught.value.errno == errno.EIO
+    session, = sessions
+    # core's writer had the skip's first three files when it read the
+    # failing one
+    assert len(core) == (0 if file == 'sampled' else 3)
     assert not session.closer.owned
     assert set(os.listdir('/proc/self/fd')) <= opened
 
@@ -836,14 +865,16 @@ def calls_of(monkeypatch, cls, name):
     return calls
 
 
+@pytest.mark.parametrize('fmt', [b'v3', b'v2'], ids=['v3', 'v2'])
 @pytest.mark.parametrize('position', ['inside', 'last'])
 @pytest.mark.parametrize('action', ['opening', 'writing'])
 def test_a_file_left_to_core_that_fails_is_named(
-    cheap_closes_repo, monkeypatch, action, position
+    cheap_closes_repo, monkeypatch, action, position, fmt
 ):
-    # core's stream v3 consumer: no wrapper sees a file left to core open,
-    # nor its writes; a real failure in one is named all the same, also in
-    # the last file of a skip (it ends the skip as core begins to copy it)
+    # core's own stream consumer (v3; v2, from Mercurial 7.0 on through
+    # its _write_files): no wrapper sees a file left to core open, nor its
+    # writes; a real failure in one is named all the same, also in the
+    # last file of a skip (it ends the skip as core begins to copy it)
     import errno
     import resource
     from mercurial import streamclone
@@ -865,21 +896,31 @@ def test_a_file_left_to_core_that_fails_is_named(
         files[failing] = (name, b'x' * (256 << 10))
         reason = os.strerror(errno.EFBIG).encode()
     leftto = calls_of(monkeypatch, streamapply.ApplySession, 'core_opened')
-    payload = streamcraft.v3_payload([(b's', n, data) for n, data in files])
-    consume = streamapply.consumer(b'v3')
+    writer = fmt == b'v2' and compat.HAS_WRITE_FILES
+    if writer:
+        leftto = core_s_writes(monkeypatch)
+    opened = set(os.listdir('/proc/self/fd'))
     try:
         if action == 'writing':
             resource.setrlimit(resource.RLIMIT_FSIZE, (64 << 10, limits[1]))
         with pytest.raises(error.Abort) as caught:
-            consume(streamclone.consumev3, repo, io.BytesIO(payload))
+            if fmt == b'v3':
+                payload = streamcraft.v3_payload(
+                    [(b's', n, data) for n, data in files])
+                consume = streamapply.consumer(b'v3')
+                consume(streamclone.consumev3, repo, io.BytesIO(payload))
+            else:
+                v2_applied(repo, files)
     finally:
         resource.setrlimit(resource.RLIMIT_FSIZE, limits)
     assert caught.value.message == b'error %s %s: %s' % (
         action.encode(), name, reason)
     # every file after the sample was core's, up to the failing one (which
-    # core did not open, or opened and began to copy)
+    # core did not open, or opened and began to copy; core's writer was
+    # given it either way)
     copied = failing - sample
-    assert len(leftto) == copied + (action == 'writing')
+    assert len(leftto) == copied + (action == 'writing' or writer)
+    assert set(os.listdir('/proc/self/fd')) <= opened
 
 
 def test_only_an_error_of_a_file_left_to_core_is_named(cheap_closes_repo):

@@ -49,6 +49,13 @@ HAS_PREPARE_STREAMED_FILE = hasattr(
     vfsmod.abstractvfs, 'prepare_streamed_file'
 )
 
+# Core counts the bytes of every stream v2 file it reads into a V2Report it
+# hands to _v2_parse_files (Mercurial 7.0 and later): the one count of the
+# files the session leaves to core's _write_files.
+HAS_V2_REPORT = hasattr(streamclone, 'V2Report') and hasattr(
+    streamclone, '_v2_parse_files'
+)
+
 
 # A transaction's abort removes the files registered with it at offset 0
 # (Mercurial 6.6 and later).  Mercurial 6.5's abort truncates them instead,

@@ -43,7 +43,7 @@ class Session:
     the closer closes inline, has nothing pending and measures closes well
     below its threshold (and ``may_skip()`` agrees), the session leaves
     the next ``SKIP`` files to core (``leave_to_core()``): untouched, or
-    for stream v2 from Mercurial 7.0 on, written as core writes them.  It
+    for stream v2 from Mercurial 7.0 on, handed to core's own writer.  It
     then takes the files of the next ``SAMPLE`` closes through its own
     path again to measure anew.  Each sample after which files may be left
     to core again doubles the next skip, up to ``SKIP << DOUBLINGS`` files;

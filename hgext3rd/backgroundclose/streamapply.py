@@ -42,9 +42,15 @@ for the check against the stream's declared total: stream v1 hands their
 closes back to the session, which counts them there; stream v2 declares
 each file's size as it asks ``filechunkiter`` for that many bytes (the
 last file's chunks are counted as they are copied: the stream may end
-inside it).  Stream v2 from 7.0 on writes its files in the replacement of
-``_write_files`` as core's own does (``_write_as_core``), and
-``prepare_streamed_file`` goes straight to core.
+inside it).
+
+Stream v2 from 7.0 on hands a skip's files to core's own ``_write_files``,
+which takes them one at a time from the same iterator
+(``_leave_to_core``): the ``prepare_streamed_file`` wrapper is taken away
+for the length of the skip, so core prepares and writes them alone.  Their
+bytes are what core's own report (``V2Report``, seen by the
+``_v2_parse_files`` wrapper) counted meanwhile.  Journaled, no file is
+left to core there: the session registers each once it opened it.
 
 Parent directories of the files opened through the vfs are made by the
 session, each once (directories.py), which spares core's repeated attempts
@@ -130,7 +136,7 @@ class ApplySession(sessionmod.Session):
         )
         super().__init__(
             ui, expectedcount, sample=1 if self.timed else closermod.SAMPLE,
-            openseam=_OPEN_SEAM if self.opens_through_vfs else None,
+            openseam=_OPEN_SEAM if self.opens_through_vfs else _PREPARE_SEAM,
         )
         self._opening = None  # the last file write_files began to open
         self.inmakedirs = False  # see makedirs()
@@ -146,6 +152,11 @@ class ApplySession(sessionmod.Session):
         self._lastcore = False
         # once the stream is written, what fails is no file of it
         self._streamdone = False
+        # stream v2 from Mercurial 7.0 on: where core counts the bytes of
+        # every file it reads (its V2Report), the bytes of the files left
+        # to its _write_files
+        self.corereport = None
+        self._skipbytes = 0  # its count when the current skip began
         # whole files written by writer threads where opens wait
         # (deferredwrite.py): their closer, once started.  Opens are
         # sampled whether the report is shown or not: the report times
@@ -379,12 +390,19 @@ class ApplySession(sessionmod.Session):
         return not self.timed and self.closer.policy == policymod.ADAPTIVE
 
     def may_skip(self):
-        """whether files may be left to core (``_leaves_files``), and, where
-        they open through the vfs, a skip would end: ``filechunkiter``,
-        which counts the files left to core, was seen copying one"""
-        return self._leaves_files() and (
-            self.streamfiles > 0 or not self.opens_through_vfs
-        )
+        """whether files may be left to core (``_leaves_files``), and:
+
+        - where they open through the vfs, a skip would end:
+          ``filechunkiter``, which counts the files left to core, was seen
+          copying one;
+        - for stream v2 from Mercurial 7.0 on, core counts their bytes (its
+          report) and nothing needs them: journaled, the session registers
+          each file with the transaction once it opened it"""
+        if not self._leaves_files():
+            return False
+        if self.opens_through_vfs:
+            return self.streamfiles > 0
+        return self.corereport is not None and not self.journaled
 
     def _leaves_files(self):
         """files are left to core only where the session has nothing else
@@ -422,6 +440,14 @@ class ApplySession(sessionmod.Session):
         for chunk in chunks:
             self._corebytes += len(chunk)
             yield chunk
+
+    def skip_begins(self):
+        """stream v2 from Mercurial 7.0 on: core's count of the bytes read
+        before the skip's first file is read (its header, and a small
+        file's data, are read before write_files sees it)"""
+        super().skip_begins()
+        if self.corereport is not None:
+            self._skipbytes = self.corereport.byte_count
 
     def closes_core_file(self):
         """whether the file core closes now is one left to it"""
@@ -815,13 +841,11 @@ class ApplySession(sessionmod.Session):
         self.writers.close(write, path)
         return None
 
-    def write_files(self, info):
+    def write_files(self, writefiles, info):
         """write stream v2 files from (path, mode, chunks) like core's
         _write_files, handing each descriptor to the closer; on the main
-        thread, while files are left to core, closed here
-        (_write_as_core).  prepare_streamed_file() decides the same for
-        each file: it runs on the main thread just before, and only a
-        close of the main thread (closed_one) starts a skip"""
+        thread, while files are left to core, with ``writefiles`` (core's
+        _write_files: see _leave_to_core)"""
         table = self.book.mine()
         openstat = table['open']
         writestat = table['write']
@@ -844,10 +868,11 @@ class ApplySession(sessionmod.Session):
                 raise closermod.FileError(path, exc, 'writing') from exc
 
         for path, mode, data in info:
-            if onmain and self.skipping and self.leave_to_core():
-                # closes are cheap: written as core's own loop would
-                self._write_as_core(path, mode, data, writestat, put)
-                continue
+            if onmain:
+                if self.skipping:
+                    self._leave_to_core(writefiles, (path, mode, data), info)
+                    continue
+                self.streamfiles += 1
             if not onmain and closer.failed():
                 # the apply has failed: write nothing more, only keep the
                 # stream in step until the main thread stops reading it
@@ -946,42 +971,31 @@ class ApplySession(sessionmod.Session):
                 if onmain:
                     self.closed_one()
 
-    def _write_as_core(self, path, mode, data, writestat, put):
-        """write a stream v2 file (Mercurial 7.0 on) while files are left
-        to core: opened, written and closed here, as core's _write_files
-        does, without the closer's timing and hand-over.  Main thread only.
-        Opened by _open_streamed() and written by ``put``, as on the
-        closer's path: in the owned set while it is open."""
-        self._opening = path
-        fd, _hold = self._open_streamed(path, mode, 0)
-        self._opening = None
-        try:
-            storename = self._streamnames.pop(path, None)
-            if storename is not None:
-                self.register(*storename)  # before the first byte
-            size = 0
-            # core may read the stream between chunks: its failures (a
-            # connection reset) are its own, not a write of this file
-            for chunk in data:
-                size += put(fd, path, chunk)
-        except closermod.FileError:
-            self.closer.close_quietly(fd)
-            raise
-        # anything else (a failed read, an interrupt): fd stays owned, for
-        # release()
-        writestat.bytes += size
-        try:
-            closermod.close_owned(fd, self.closer.owned)
-        except OSError as exc:
-            raise closermod.FileError(path, exc) from exc
-
+    def _leave_to_core(self, writefiles, first, info):
+        """closes are cheap: the skip's files go to core's own
+        ``writefiles``, ``first`` (already read) and as many more as are
+        left to core, taken from ``info`` one at a time, and not one more.
+        Core prepared them (prepare_streamed_file taken away) and writes
+        them; what core's report counted meanwhile is their bytes.  A file
+        that fails there is named by core_file_abort()."""
+        # the stream's files left: never more than it has
+        count = min(self.skipping, self.expectedcount - self.streamfiles)
+        self._lastcore = True
+        writefiles(itertools.chain((first,), itertools.islice(info, count - 1)))
+        self._lastcore = False
+        self._corebytes += self.corereport.byte_count - self._skipbytes
+        self.streamfiles += count
+        self.skipped += count
+        self.skipping = 0
+        self.skip_ends()
 
 def _written_by_consumer(exc):
     """the file core's stream consumer was writing when it raised ``exc``
     (the innermost Python frame ``exc`` went through is the consumer's: a
     write or close it called, not code it called to read the stream), as
     it was opened; None if not from there.  Every consumer from Mercurial
-    6.5 to 7.2 calls the file it writes ``ofp``."""
+    6.5 to 7.2 calls the file it writes ``ofp``; _write_files (7.0 on),
+    which only writes, calls it ``path``."""
     tb = exc.__traceback__
     if tb is None:
         return None
@@ -990,7 +1004,11 @@ def _written_by_consumer(exc):
     frame = tb.tb_frame
     if frame.f_globals.get('__name__') != streamclone.__name__:
         return None
-    name = getattr(frame.f_locals.get('ofp'), 'name', None)
+    if frame.f_code.co_name == '_write_files':
+        # stream v2 from Mercurial 7.0 on: the file is opened by its path
+        name = frame.f_locals.get('path')
+    else:
+        name = getattr(frame.f_locals.get('ofp'), 'name', None)
     return os.path.normpath(name) if type(name) is bytes else None
 
 
@@ -1225,11 +1243,9 @@ def prepare_streamed_file(
     directory once on this path (its known_directories), so its mkdir
     calls are left as they are, unless writer threads write the files
     (ApplySession.stream_directory)."""
-    if session.skipping and session.running and not session.journaled:
-        # closes are cheap: write_files leaves this file to core's way,
-        # with no writer threads to stop for nor a name to record.  Only
-        # the main thread's own writes start a skip (write_files): with
-        # core's writer threads, this thread keeps checking for failures
+    if session.leaving:
+        # taken away while files are left to core: a chain of another
+        # extension's that still holds it passes the file on
         return orig(self, path, known_directories, **kwargs)
     if session.running:
         session.check_name(self, path)
@@ -1245,7 +1261,17 @@ def prepare_streamed_file(
 def write_files(session, orig, info):
     if not session.running:
         return orig(info)
-    return session.write_files(info)
+    return session.write_files(orig, info)
+
+
+def v2_parse_files(session, orig, *args, **kwargs):
+    """stream v2 from Mercurial 7.0 on: the report core counts the bytes of
+    every file it reads into (called once an apply, before any file)"""
+    if session.usable():
+        for value in itertools.chain(args, kwargs.values()):
+            if type(value) is streamclone.V2Report:
+                session.corereport = value
+    return orig(*args, **kwargs)
 
 
 def filechunkiter(session, orig, f, size=None, limit=None):
@@ -1279,7 +1305,13 @@ _SESSION_SEAMS = [
     (streamclone, '_write_files', write_files)
     if compat.HAS_WRITE_FILES
     else None,
-    (vfsmod.abstractvfs, 'prepare_streamed_file', prepare_streamed_file)
-    if compat.HAS_PREPARE_STREAMED_FILE
+    (streamclone, '_v2_parse_files', v2_parse_files)
+    if compat.HAS_V2_REPORT
     else None,
 ]
+# stream v2 from 7.0 on: the session's own files (taken away during skips)
+_PREPARE_SEAM = (
+    (vfsmod.abstractvfs, 'prepare_streamed_file', prepare_streamed_file)
+    if compat.HAS_PREPARE_STREAMED_FILE
+    else None
+)
