@@ -665,6 +665,7 @@ def test_stream_v2_leaves_whole_skips_to_core_s_own_writer(
     from mercurial import vfs as vfsmod
 
     repo = cheap_closes_repo
+    core_s_prepare = vfsmod.abstractvfs.prepare_streamed_file
     sample, skip = sessionmod.Session.SAMPLE, 8
     monkeypatch.setattr(sessionmod.Session, 'SKIP', skip)
     # a sample, a skip, a sample, a skip twice as long, cut short by the
@@ -679,9 +680,9 @@ def test_stream_v2_leaves_whole_skips_to_core_s_own_writer(
     rawvfs = repo.store.rawvfs
     left = (list(range(sample, sample + skip))
             + list(range(sample * 2 + skip, count)))
-    # core wrote exactly the skips' files, and prepared each itself: the
-    # session's wrapper was away (but for the first of each, which the
-    # session's loop read before it could tell)
+    # core wrote exactly the skips' files, with the session's wrapper away
+    # (core prepared them alone: the session's wrapper prepared only the
+    # samples' files, below)
     assert [path for path, _core in core] == [
         rawvfs.join(b'data/f%d.i' % n) for n in left]
     assert [n for n, (_path, ascore) in zip(left, core) if not ascore] == []
@@ -695,8 +696,7 @@ def test_stream_v2_leaves_whole_skips_to_core_s_own_writer(
     for number in (0, sample, sample + skip, count - 1):
         assert repo.svfs.read(b'data/f%d.i' % number) == b'%d' % number
     assert not session.closer.owned
-    prepare = vfsmod.abstractvfs.prepare_streamed_file
-    assert getattr(prepare, '__name__', None) == 'prepare_streamed_file'
+    assert vfsmod.abstractvfs.prepare_streamed_file is core_s_prepare
 
 
 @needs_v2_writer
@@ -724,11 +724,12 @@ def test_core_s_v2_writer_cut_inside_the_last_file_aborts(
 
 
 @needs_v2_writer
-def test_a_journaled_stream_v2_leaves_no_file_to_core(
+def test_a_journaled_stream_v2_registers_the_files_it_leaves_to_core(
     repo_with, monkeypatch
 ):
     # the cheap_closes_repo's settings, and the journal: each file is
-    # registered with the transaction by the session, once opened
+    # registered with the transaction by the session, once opened, also
+    # those of a skip (written as core would, not by core's writer)
     repo = repo_with([
         (b'backgroundclosemaxthreadcount', b'4'),
         (b'backgroundclosenative', b'yes'),
@@ -746,7 +747,8 @@ def test_a_journaled_stream_v2_leaves_no_file_to_core(
     with pytest.raises(error.Abort):
         v2_applied(repo, files, cut=1)  # fails once all are written
     session, = sessions
-    assert session.skipped == 0 and core == []
+    assert session.skipped == 8
+    assert core == []
     assert not [name for name, _data in files if repo.svfs.exists(name)]
 
 
@@ -838,15 +840,16 @@ def test_no_file_is_left_to_core_where_the_session_needs_them(
     assert kinds == [own_file(session)] * count
 
 
-def raised_in(module, exc, ofp=None):
-    """``exc`` as raised by code of ``module`` (its traceback's innermost
-    frame there), whose local ``ofp`` is ``ofp`` (as core's stream
-    consumers call the file they write)"""
+def raised_in(module, exc, ofp=None, function='fail', path=None):
+    """``exc`` as raised by ``function`` of ``module`` (its traceback's
+    innermost frame there), whose local ``ofp`` is ``ofp`` (as core's
+    stream consumers call the file they write) and ``path`` is ``path``
+    (as core's _write_files does, from Mercurial 7.0 on)"""
     namespace = {'__name__': module}
-    exec(compile('def fail(exc, ofp):\n    raise exc\n', module, 'exec'),
-         namespace)
+    exec(compile('def %s(exc, ofp, path):\n    raise exc\n' % function,
+                 module, 'exec'), namespace)
     try:
-        namespace['fail'](exc, ofp)
+        namespace[function](exc, ofp, path)
     except BaseException as raised:
         return raised
 
@@ -874,7 +877,8 @@ def test_a_file_left_to_core_that_fails_is_named(
     # core's own stream consumer (v3; v2, from Mercurial 7.0 on through
     # its _write_files): no wrapper sees a file left to core open, nor its
     # writes; a real failure in one is named all the same, also in the
-    # last file of a skip (it ends the skip as core begins to copy it)
+    # last file of a skip (stream v3 ends the skip as core begins to copy
+    # it; stream v2 on 7.x once core's writer returns)
     import errno
     import resource
     from mercurial import streamclone
@@ -953,6 +957,13 @@ def test_only_an_error_of_a_file_left_to_core_is_named(cheap_closes_repo):
     assert session.core_file_abort(full()).message == (
         b'error writing data/_a.i: No space left on device'
     )
+    # core's stream v2 writer (Mercurial 7.0 on) only opens, writes and
+    # closes: whatever fails there is its file's, a dead mount's too
+    stale = OSError(errno.ESTALE, os.strerror(errno.ESTALE))
+    assert session.core_file_abort(raised_in(
+        'mercurial.streamclone', stale, function='_write_files', path=joined
+    )).message == b'error writing data/_a.i: ' + os.strerror(
+        errno.ESTALE).encode()
     # not from a file left to core: the stream read where it is read, the
     # terminal or a pipe, an error no write raises, a write where no file
     # is open, a file elsewhere, a descriptor for a name, not an OSError
@@ -962,6 +973,10 @@ def test_only_an_error_of_a_file_left_to_core_is_named(cheap_closes_repo):
 
     for other in (
         full(module='mercurial.util'),
+        # core's stream v2 parser reads the stream, and calls the file it
+        # prepares path too
+        raised_in('mercurial.streamclone', OSError(errno.EIO, 'I/O'),
+                  function='_v2_parse_files', path=joined),
         raised_in('mercurial.streamclone', error.StdioError(
             OSError(errno.ENOSPC, 'No space left on device')), Written()),
         full(errno=errno.EPIPE),
@@ -1179,3 +1194,59 @@ def test_a_changegroup_whose_unpacker_reads_groups_its_own_way_never_skips(
     assert not session.may_skip()
     assert not revlogwrite.RevlogSession(lanerepo).may_skip()
     session.finish(failing=True)
+
+
+@needs_v2_writer
+def test_an_interrupt_as_core_s_writer_opens_a_file_left_to_core_leaks_nothing(
+    cheap_closes_repo, monkeypatch
+):
+    # a signal raised as os.open() returns in core's _write_files (CPython
+    # runs handlers right after a call) loses the descriptor before core's
+    # finally could close it; a profile function raising on the call's
+    # return does the same
+    repo = cheap_closes_repo
+    monkeypatch.setattr(sessionmod.Session, 'SKIP', 8)
+    sample = sessionmod.Session.SAMPLE
+    count = sample + 8
+    target = repo.store.rawvfs.join(b'data/f%d.i' % (sample + 3))
+    core = core_s_writes(monkeypatch)
+
+    def interrupt(frame, event, arg):
+        if (event == 'c_return' and arg is os.open
+                and frame.f_code.co_name == '_write_files'
+                and frame.f_locals.get('path') == target):
+            sys.setprofile(None)
+            raise KeyboardInterrupt()
+
+    opened = set(os.listdir('/proc/self/fd'))
+    sys.setprofile(interrupt)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            v2_applied(repo, v2_files(count))
+    finally:
+        sys.setprofile(None)
+    assert [path for path, _core in core][-1] == target  # core's file
+    assert set(os.listdir('/proc/self/fd')) <= opened
+    assert not repo.svfs.exists(b'data/f%d.i' % (sample + 3))
+
+
+@needs_v2_writer
+def test_a_stream_v2_whose_file_count_is_not_told_leaves_no_file_to_core(
+    cheap_closes_repo, monkeypatch
+):
+    # a skip must end inside the stream: consumev2 called with its counts
+    # by name (another extension's call) tells the session nothing
+    from mercurial import streamclone
+
+    repo = cheap_closes_repo
+    monkeypatch.setattr(sessionmod.Session, 'SKIP', 8)
+    count = sessionmod.Session.SAMPLE + 8
+    files = v2_files(count)
+    payload = streamcraft.v2_payload([(b's', n, d) for n, d in files])
+    sessions = sessions_made(monkeypatch)
+    streamapply.consumer(b'v2')(
+        streamclone.consumev2, repo, io.BytesIO(payload), filecount=count,
+        filesize=sum(len(data) for _name, data in files))
+    session, = sessions
+    assert session.skipped == 0
+    assert repo.svfs.read(files[-1][0]) == files[-1][1]

@@ -49,8 +49,10 @@ which takes them one at a time from the same iterator
 (``_leave_to_core``): the ``prepare_streamed_file`` wrapper is taken away
 for the length of the skip, so core prepares and writes them alone.  Their
 bytes are what core's own report (``V2Report``, seen by the
-``_v2_parse_files`` wrapper) counted meanwhile.  Journaled, no file is
-left to core there: the session registers each once it opened it.
+``_v2_parse_files`` wrapper) counted meanwhile.  Journaled, the session
+writes a skip's files itself as core would (``_write_as_core``), to
+register each once it opened it, and its ``prepare_streamed_file``
+wrapper stays.
 
 Parent directories of the files opened through the vfs are made by the
 session, each once (directories.py), which spares core's repeated attempts
@@ -125,6 +127,10 @@ class ApplySession(sessionmod.Session):
         # util.filechunkiter: all but stream v2 from Mercurial 7.0 on,
         # whose files _write_files writes (the session wraps it)
         self.opens_through_vfs = fmt != b'v2' or not compat.HAS_WRITE_FILES
+        # whether to register the files with the transaction, and the
+        # transaction they are registered with (see register())
+        self.journaled = settings.journal(ui)
+        self._tr = None
         self.reportstyle = settings.report(ui)
         # a debugapplystreamclonebundle running: it shows the reports
         self._collector = reportmod.collector(repo)
@@ -136,7 +142,9 @@ class ApplySession(sessionmod.Session):
         )
         super().__init__(
             ui, expectedcount, sample=1 if self.timed else closermod.SAMPLE,
-            openseam=_OPEN_SEAM if self.opens_through_vfs else _PREPARE_SEAM,
+            openseam=_OPEN_SEAM if self.opens_through_vfs
+            else None if self.journaled
+            else _PREPARE_SEAM,
         )
         self._opening = None  # the last file write_files began to open
         self.inmakedirs = False  # see makedirs()
@@ -198,10 +206,6 @@ class ApplySession(sessionmod.Session):
                 (repo.vfs.join(b''), b'.hg/'),
             )
         )
-        # whether to register the files with the transaction, and the
-        # transaction they are registered with (see register())
-        self.journaled = settings.journal(ui)
-        self._tr = None
         self._svfs = repo.svfs
         self._registering = threading.Lock()
         # stream v2 from Mercurial 7.0 on: path -> (store vfs, name) of each
@@ -396,13 +400,14 @@ class ApplySession(sessionmod.Session):
           ``filechunkiter``, which counts the files left to core, was seen
           copying one;
         - for stream v2 from Mercurial 7.0 on, core counts their bytes (its
-          report) and nothing needs them: journaled, the session registers
-          each file with the transaction once it opened it"""
+          report) and the stream declared how many files it has (a skip is
+          handed to core's writer; journaled, the session writes its files
+          itself, _write_as_core, to register each once it opened it)"""
         if not self._leaves_files():
             return False
         if self.opens_through_vfs:
             return self.streamfiles > 0
-        return self.corereport is not None and not self.journaled
+        return self.corereport is not None and self.expectedcount >= 0
 
     def _leaves_files(self):
         """files are left to core only where the session has nothing else
@@ -473,8 +478,9 @@ class ApplySession(sessionmod.Session):
         ``exc`` was raised, as the session's own files do; None if ``exc``
         does not come from there, or the file cannot be told.  No wrapper
         saw the file open: an open names its file in the error; a write
-        is the consumer's, into its open file (_written_by_consumer),
-        once a file left to core was copied.  (A read of the stream that
+        (or close) is the consumer's, into its open file, or core's
+        _write_files' (_written_by_consumer), once a file left to core
+        was copied.  (A read of the stream that
         fails in C right in the consumer, as readline() of a local
         packed1 bundle, looks the same: the file left to core before it
         is named.)"""
@@ -487,10 +493,7 @@ class ApplySession(sessionmod.Session):
         if isinstance(exc.filename, (str, bytes)):
             joined = os.path.normpath(os.fsencode(exc.filename))
             action = 'opening'
-        elif exc.filename is None and exc.errno in _WRITE_ERRNOS and (
-            self._lastcore
-        ):
-            # a failed read of the stream is raised deeper, where it reads
+        elif exc.filename is None and self._lastcore:
             joined = _written_by_consumer(exc)
             action = 'writing'
         else:
@@ -869,6 +872,10 @@ class ApplySession(sessionmod.Session):
 
         for path, mode, data in info:
             if onmain:
+                if self.skipping and self.journaled:
+                    self.leave_to_core()
+                    self._write_as_core(path, mode, data, writestat, put)
+                    continue
                 if self.skipping:
                     self._leave_to_core(writefiles, (path, mode, data), info)
                     continue
@@ -978,16 +985,59 @@ class ApplySession(sessionmod.Session):
         Core prepared them (prepare_streamed_file taken away) and writes
         them; what core's report counted meanwhile is their bytes.  A file
         that fails there is named by core_file_abort()."""
-        # the stream's files left: never more than it has
-        count = min(self.skipping, self.expectedcount - self.streamfiles)
+        # the stream's files left: never more than it declared (at least
+        # the one read, should a wrapper of another extension's add more)
+        count = max(
+            1, min(self.skipping, self.expectedcount - self.streamfiles)
+        )
         self._lastcore = True
-        writefiles(itertools.chain((first,), itertools.islice(info, count - 1)))
+        files = itertools.chain((first,), itertools.islice(info, count - 1))
+        try:
+            writefiles(files)
+        except BaseException as exc:
+            # core closes its file in a finally, but a signal raised as
+            # os.open() returns loses the new descriptor: release()
+            # finds it by name
+            self._opening = _core_writer_file(exc)
+            raise
         self._lastcore = False
         self._corebytes += self.corereport.byte_count - self._skipbytes
         self.streamfiles += count
         self.skipped += count
         self.skipping = 0
         self.skip_ends()
+
+
+    def _write_as_core(self, path, mode, data, writestat, put):
+        """write a stream v2 file (Mercurial 7.0 on) while files are left
+        to core, journaled: opened, registered, written and closed here,
+        as core's _write_files does, without the closer's timing and
+        hand-over.  Main thread only.
+        Opened by _open_streamed() and written by ``put``, as on the
+        closer's path: in the owned set while it is open."""
+        self._opening = path
+        fd, _hold = self._open_streamed(path, mode, 0)
+        self._opening = None
+        try:
+            storename = self._streamnames.pop(path, None)
+            if storename is not None:
+                self.register(*storename)  # before the first byte
+            size = 0
+            # core may read the stream between chunks: its failures (a
+            # connection reset) are its own, not a write of this file
+            for chunk in data:
+                size += put(fd, path, chunk)
+        except closermod.FileError:
+            self.closer.close_quietly(fd)
+            raise
+        # anything else (a failed read, an interrupt): fd stays owned, for
+        # release()
+        writestat.bytes += size
+        try:
+            closermod.close_owned(fd, self.closer.owned)
+        except OSError as exc:
+            raise closermod.FileError(path, exc) from exc
+
 
 def _written_by_consumer(exc):
     """the file core's stream consumer was writing when it raised ``exc``
@@ -1005,11 +1055,37 @@ def _written_by_consumer(exc):
     if frame.f_globals.get('__name__') != streamclone.__name__:
         return None
     if frame.f_code.co_name == '_write_files':
-        # stream v2 from Mercurial 7.0 on: the file is opened by its path
-        name = frame.f_locals.get('path')
-    else:
-        name = getattr(frame.f_locals.get('ofp'), 'name', None)
+        # only opens, writes and closes there: its reads of the stream
+        # fail deeper, in the generators that read
+        return _path_written(frame)
+    if exc.errno not in _WRITE_ERRNOS:
+        # a consumer reads the stream itself too (a failed read of it is
+        # mostly raised deeper, where it reads)
+        return None
+    name = getattr(frame.f_locals.get('ofp'), 'name', None)
     return os.path.normpath(name) if type(name) is bytes else None
+
+
+def _path_written(frame):
+    """the file core's _write_files (stream v2, Mercurial 7.0 on) in
+    ``frame`` writes: its local ``path``"""
+    name = frame.f_locals.get('path')
+    return os.path.normpath(name) if type(name) is bytes else None
+
+
+def _core_writer_file(exc):
+    """the file core's _write_files was at when ``exc`` went through it,
+    or None"""
+    tb = exc.__traceback__
+    found = None
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_code.co_name == '_write_files' and (
+            frame.f_globals.get('__name__') == streamclone.__name__
+        ):
+            found = _path_written(frame)
+        tb = tb.tb_next
+    return found
 
 
 def _descriptors_of(path):
@@ -1122,6 +1198,10 @@ def session_seams(session, repo):
     """the wrappers in place while ``session`` applies a stream to
     ``repo``"""
     wrappers = list(_SESSION_SEAMS)
+    if session.journaled and not session.opens_through_vfs:
+        # stream v2 from 7.0 on: in place for the whole apply (no file is
+        # handed to core's writer), to register each file
+        wrappers.append(_PREPARE_SEAM)
     if session.opens_through_vfs and session.may_ever_skip():
         wrappers.append(_FILECHUNKITER_SEAM)
     if session.journaled and type(repo.svfs) is not vfsmod.vfs:
@@ -1244,8 +1324,8 @@ def prepare_streamed_file(
     calls are left as they are, unless writer threads write the files
     (ApplySession.stream_directory)."""
     if session.leaving:
-        # taken away while files are left to core: a chain of another
-        # extension's that still holds it passes the file on
+        # taken away while files are left to core (but journaled): a chain
+        # of another extension's that still holds it passes the file on
         return orig(self, path, known_directories, **kwargs)
     if session.running:
         session.check_name(self, path)
