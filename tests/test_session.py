@@ -724,7 +724,7 @@ def test_core_s_v2_writer_cut_inside_the_last_file_aborts(
 
 
 @needs_v2_writer
-def test_a_journaled_stream_v2_registers_the_files_it_leaves_to_core(
+def test_a_journaled_stream_v2_registers_the_files_of_its_skips(
     repo_with, monkeypatch
 ):
     # the cheap_closes_repo's settings, and the journal: each file is
@@ -1231,14 +1231,21 @@ def test_an_interrupt_as_core_s_writer_opens_a_file_left_to_core_leaks_nothing(
 
 
 @needs_v2_writer
+@pytest.mark.parametrize('journaled', [False, True],
+                         ids=['core-s-writer', 'journaled'])
 def test_a_stream_v2_whose_file_count_is_not_told_leaves_no_file_to_core(
-    cheap_closes_repo, monkeypatch
+    cheap_closes_repo, monkeypatch, journaled
 ):
-    # a skip must end inside the stream: consumev2 called with its counts
-    # by name (another extension's call) tells the session nothing
+    # a skip handed to core's writer must end inside the stream: consumev2
+    # called with its counts by name (another extension's call) tells the
+    # session nothing.  Journaled, the session writes a skip's files
+    # itself, one at a time: it needs no count
     from mercurial import streamclone
 
     repo = cheap_closes_repo
+    if journaled:
+        repo.ui.setconfig(b'worker', b'backgroundclosejournal', b'yes',
+                          b'test')
     monkeypatch.setattr(sessionmod.Session, 'SKIP', 8)
     count = sessionmod.Session.SAMPLE + 8
     files = v2_files(count)
@@ -1248,5 +1255,31 @@ def test_a_stream_v2_whose_file_count_is_not_told_leaves_no_file_to_core(
         streamclone.consumev2, repo, io.BytesIO(payload), filecount=count,
         filesize=sum(len(data) for _name, data in files))
     session, = sessions
-    assert session.skipped == 0
+    assert session.skipped == (8 if journaled else 0)
     assert repo.svfs.read(files[-1][0]) == files[-1][1]
+
+
+def test_core_s_writer_file_is_the_one_it_had_open_when_it_failed():
+    # a lost descriptor is searched for by the path core's _write_files was
+    # at only when the failure was raised there, not deeper in core while
+    # it read the next file (the file before that one is closed)
+    namespace = {'__name__': 'mercurial.streamclone'}
+    exec(compile(
+        'def _v2_parse_files(exc):\n'
+        '    path = b"/s/data/b.i"  # the next file, prepared\n'
+        '    raise exc\n'
+        'def _write_files(exc, path, deeper):\n'
+        '    if deeper:\n'
+        '        _v2_parse_files(exc)\n'
+        '    raise exc\n',
+        'mercurial.streamclone', 'exec'), namespace)
+
+    def raised(deeper):
+        try:
+            namespace['_write_files'](KeyboardInterrupt(), b'/s/data/a.i',
+                                      deeper)
+        except KeyboardInterrupt as exc:
+            return exc
+
+    assert streamapply._core_writer_file(raised(False)) == b'/s/data/a.i'
+    assert streamapply._core_writer_file(raised(True)) is None

@@ -43,7 +43,8 @@ class Session:
     the closer closes inline, has nothing pending and measures closes well
     below its threshold (and ``may_skip()`` agrees), the session leaves
     the next ``SKIP`` files to core (``leave_to_core()``): untouched, or
-    for stream v2 from Mercurial 7.0 on, handed to core's own writer.  It
+    for stream v2 from Mercurial 7.0 on, handed to core's own writer
+    (journaled: written by the session as core would).  It
     then takes the files of the next ``SAMPLE`` closes through its own
     path again to measure anew.  Each sample after which files may be left
     to core again doubles the next skip, up to ``SKIP << DOUBLINGS`` files;
@@ -53,12 +54,15 @@ class Session:
     core.  (A stream's files are opened once each; a changegroup step
     counts revlogs, each opened two or three times, more when split.)
 
-    A session given an ``openseam``, its wrapper of ``vfs.__call__``, puts
-    it in place itself (``wrap()``) and takes it away for the length of a
-    skip: the files left to core then open through core alone, and the
-    seam counts them on a call core makes once a file, which ends the skip
-    with ``skip_ends()``.  Taking a wrapper away rebuilds the chain of any
-    wrapper another extension put on top of it since
+    A session given an ``openseam``, the wrapper its own files open or
+    are prepared through (``vfs.__call__``; stream v2 from Mercurial 7.0
+    on, not journaled, ``vfs.prepare_streamed_file``), puts it in place
+    itself (``wrap()``) and takes it away for the length of a skip: the
+    files left to core then open through core alone.  The seam's session
+    ends the skip with ``skip_ends()``: once it counted them on a call
+    core makes once a file, or once core's stream v2 writer, handed the
+    skip's files, returns.  Taking a wrapper away rebuilds the chain of any wrapper
+    another extension put on top of it since
     (``extensions.unwrapfunction``), twice a skip.
     """
 

@@ -106,7 +106,8 @@ _blocked = closermod.slept
 
 _OPEN_FLAGS = os.O_WRONLY | os.O_CREAT | getattr(os, 'O_BINARY', 0)
 
-# errors a write into a file core opened may raise without a file name
+# errors a write into a file a consumer of core's opened may raise without
+# a file name (core's v2 writer from 7.0 on only writes: any errno there)
 _WRITE_ERRNOS = frozenset(
     getattr(errno, name)
     for name in ('ENOSPC', 'EDQUOT', 'EFBIG', 'EIO')
@@ -146,10 +147,13 @@ class ApplySession(sessionmod.Session):
             else None if self.journaled
             else _PREPARE_SEAM,
         )
-        self._opening = None  # the last file write_files began to open
+        # the last file write_files began to open, or core's writer was at
+        # when it failed (a lost descriptor is found by its name)
+        self._opening = None
         self.inmakedirs = False  # see makedirs()
         # the stream the consumer reads, and how many of its files it
-        # began to copy (filechunkiter)
+        # began to copy (filechunkiter; stream v2 from 7.0 on, the files
+        # write_files was given, those it handed to core's writer too)
         self.stream = None
         self.streamfiles = 0
         # the files left to core while closes are cheap: their bytes,
@@ -292,10 +296,10 @@ class ApplySession(sessionmod.Session):
             raise interrupted
 
     def release_descriptors(self):
-        """close what write_files opened and an interrupt kept from the
-        closer"""
+        """close what write_files (or core's writer, given a skip) opened
+        and an interrupt kept from the closer"""
         self.files.release()
-        opening = self._opening
+        opening, self._opening = self._opening, None
         if opening is not None and not self.closer.abandoned:
             # a signal raised as os.open() returns loses the new descriptor
             # (CPython runs handlers right after a call): find it by name
@@ -399,15 +403,18 @@ class ApplySession(sessionmod.Session):
         - where they open through the vfs, a skip would end:
           ``filechunkiter``, which counts the files left to core, was seen
           copying one;
-        - for stream v2 from Mercurial 7.0 on, core counts their bytes (its
-          report) and the stream declared how many files it has (a skip is
-          handed to core's writer; journaled, the session writes its files
-          itself, _write_as_core, to register each once it opened it)"""
+        - for stream v2 from Mercurial 7.0 on, where a skip is handed to
+          core's writer: core counts their bytes (its report) and the
+          stream declared how many files it has.  Journaled, the session
+          writes a skip's files itself (_write_as_core), to register each
+          once it opened it, and needs neither."""
         if not self._leaves_files():
             return False
         if self.opens_through_vfs:
             return self.streamfiles > 0
-        return self.corereport is not None and self.expectedcount >= 0
+        return self.journaled or (
+            self.corereport is not None and self.expectedcount >= 0
+        )
 
     def _leaves_files(self):
         """files are left to core only where the session has nothing else
@@ -848,7 +855,8 @@ class ApplySession(sessionmod.Session):
         """write stream v2 files from (path, mode, chunks) like core's
         _write_files, handing each descriptor to the closer; on the main
         thread, while files are left to core, with ``writefiles`` (core's
-        _write_files: see _leave_to_core)"""
+        _write_files: see _leave_to_core), or journaled, as core would
+        (_write_as_core)"""
         table = self.book.mine()
         openstat = table['open']
         writestat = table['write']
@@ -862,6 +870,8 @@ class ApplySession(sessionmod.Session):
         writepolicy = self.writepolicy
         streamdirs = self._streamdirs
         streamnames = self._streamnames
+        # a skip hands core's writer the rest of this very iterator
+        info = iter(info)
 
         def put(fd, path, chunk):
             """write all of ``chunk``: its size"""
@@ -1074,18 +1084,18 @@ def _path_written(frame):
 
 
 def _core_writer_file(exc):
-    """the file core's _write_files was at when ``exc`` went through it,
-    or None"""
+    """the file core's _write_files was at when ``exc`` was raised there,
+    or None (raised deeper in core, reading the next file: that one is
+    closed)"""
     tb = exc.__traceback__
-    found = None
+    innermost = None
     while tb is not None:
-        frame = tb.tb_frame
-        if frame.f_code.co_name == '_write_files' and (
-            frame.f_globals.get('__name__') == streamclone.__name__
-        ):
-            found = _path_written(frame)
+        if tb.tb_frame.f_globals.get('__name__') == streamclone.__name__:
+            innermost = tb.tb_frame
         tb = tb.tb_next
-    return found
+    if innermost is None or innermost.f_code.co_name != '_write_files':
+        return None
+    return _path_written(innermost)
 
 
 def _descriptors_of(path):
@@ -1389,7 +1399,8 @@ _SESSION_SEAMS = [
     if compat.HAS_V2_REPORT
     else None,
 ]
-# stream v2 from 7.0 on: the session's own files (taken away during skips)
+# stream v2 from 7.0 on: the session's own files (taken away during skips;
+# journaled, in place for the whole apply: see session_seams)
 _PREPARE_SEAM = (
     (vfsmod.abstractvfs, 'prepare_streamed_file', prepare_streamed_file)
     if compat.HAS_PREPARE_STREAMED_FILE
