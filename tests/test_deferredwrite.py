@@ -80,6 +80,23 @@ def test_a_slow_open_timed_by_wall_only_is_not_counted():
     assert timed.count('wall') == 2 and timed.count(None) == 14
 
 
+def test_opens_that_only_burn_cpu_near_a_quarter_stay_sampled():
+    # on a local disk, an open that makes directories takes tens of us, all
+    # of it CPU: by wall time a quarter of the way to the threshold, but
+    # no wait.  Timed in CPU time once the wall time says a decision may
+    # be near, they show none, and most opens go untimed again
+    wp = policymod.WritePolicy(threshold=100 * US, sample=8)
+    hows = []
+    for _ in range(800):
+        how = wp.time_next()
+        hows.append(how)
+        if how is not None:
+            assert not wp.learn(40 * US, 40 * US if how == 'cpu' else None)
+    assert 'cpu' in hows
+    assert hows.count(None) > 400
+    assert not wp.deferring
+
+
 def test_forced_modes():
     on = policymod.WritePolicy(policymod.BACKGROUND)
     assert on.deferring and on.time_next() is None

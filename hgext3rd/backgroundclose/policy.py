@@ -450,7 +450,12 @@ class WritePolicy:
         # does not start writers on its own
         self.estimate += (wait - self.estimate) * self.SMOOTHING
         if self.estimate * 4 > self.threshold:
-            self._untimed = 0  # time the next ones: a decision may be near
+            # a decision may be near: time the next ones, in CPU time too,
+            # so that only waiting counts.  An open that makes directories
+            # on a local disk spends tens of us on the CPU; counted in wall
+            # time it would keep the estimate there, and every open timed
+            self._untimed = 0
+            self._close = True
         elif cpu is not None:
             # cheap again: wall time only, which needs no system call
             self._close = False
