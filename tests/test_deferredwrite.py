@@ -80,21 +80,54 @@ def test_a_slow_open_timed_by_wall_only_is_not_counted():
     assert timed.count('wall') == 2 and timed.count(None) == 14
 
 
-def test_opens_that_only_burn_cpu_near_a_quarter_stay_sampled():
+def time_opens(wp, opens, wall, cpu, blocked=None):
+    """``opens`` opens the way the session times them, each taking
+    ``wall`` seconds, ``cpu`` of them on the CPU: what time_next() said
+    for each, and whether opens_cheap() held after each"""
+    hows, cheap = [], []
+    for _ in range(opens):
+        how = wp.time_next()
+        hows.append(how)
+        if how == 'cpu':
+            assert not wp.learn(wall, cpu, blocked)
+        elif how == 'wall':
+            assert not wp.learn(wall)
+        cheap.append(wp.opens_cheap())
+    return hows, cheap
+
+
+@pytest.mark.parametrize('blocked', [None, False],
+                         ids=['no-rusage', 'never-slept'])
+def test_opens_that_only_burn_cpu_near_a_quarter_stay_sampled(blocked):
     # on a local disk, an open that makes directories takes tens of us, all
     # of it CPU: by wall time a quarter of the way to the threshold, but
     # no wait.  Timed in CPU time once the wall time says a decision may
-    # be near, they show none, and most opens go untimed again
+    # be near, they show none, and most opens go untimed again; files may
+    # be left to core (opens_cheap) most of the time
     wp = policymod.WritePolicy(threshold=100 * US, sample=8)
-    hows = []
-    for _ in range(800):
-        how = wp.time_next()
-        hows.append(how)
-        if how is not None:
-            assert not wp.learn(40 * US, 40 * US if how == 'cpu' else None)
+    hows, cheap = time_opens(wp, 800, 40 * US, 40 * US, blocked)
     assert 'cpu' in hows
     assert hows.count(None) > 400
+    assert sum(cheap[400:]) > 200
     assert not wp.deferring
+
+
+def test_opens_that_wait_near_a_quarter_are_timed_in_wall_time_alone():
+    # a network file system answering an open in 40 us: a decision may be
+    # near, so every open is timed, but once one timed in CPU time showed
+    # waiting, wall time alone tells (no system call)
+    wp = policymod.WritePolicy(threshold=100 * US, sample=8)
+    hows, cheap = time_opens(wp, 800, 40 * US, 3 * US)
+    assert 0 < hows.count('cpu') <= 2
+    assert hows[400:].count('wall') == 400
+    assert not any(cheap[400:])
+    assert not wp.deferring
+
+
+def test_opens_that_turn_slow_after_burning_cpu_start_writers_soon():
+    wp = policymod.WritePolicy(threshold=100 * US, sample=8)
+    time_opens(wp, 800, 40 * US, 40 * US)
+    assert drive(wp, wall=1500 * US, cpu=40 * US, opens=24)
 
 
 def test_forced_modes():

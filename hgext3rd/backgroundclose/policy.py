@@ -395,9 +395,12 @@ class WritePolicy:
         self.estimate = 0.0
         self.timed = 0
         self._untimed = 0
-        # opens are slow enough for their CPU time to matter: each is timed
-        # in wall and CPU time from then on
+        # opens may be slow (one was, or the estimate nears a decision):
+        # each is timed in wall and CPU time while so
         self._close = False
+        # what the latest open timed in CPU time showed: that its wall time
+        # was mostly waiting (then wall time alone tells near a decision)
+        self._wallwaits = False
 
     def time_next(self):
         """how to time the open about to happen: None (not at all),
@@ -443,6 +446,8 @@ class WritePolicy:
         wait = wall - (cpu or 0.0)
         if blocked is False:
             wait = 0.0  # preempted, not waiting on the file system
+        if cpu is not None:
+            self._wallwaits = wait * 2 > wall
         # a thread preempted in one open is not a slow file system
         wait = max(0.0, min(wait, self.threshold * 4))
         self.timed += 1
@@ -450,12 +455,18 @@ class WritePolicy:
         # does not start writers on its own
         self.estimate += (wait - self.estimate) * self.SMOOTHING
         if self.estimate * 4 > self.threshold:
-            # a decision may be near: time the next ones, in CPU time too,
-            # so that only waiting counts.  An open that makes directories
-            # on a local disk spends tens of us on the CPU; counted in wall
-            # time it would keep the estimate there, and every open timed
+            # a decision may be near: time the next ones.  In CPU time too,
+            # so that only waiting counts, unless the latest open so timed
+            # showed waiting: an open that makes directories on a local
+            # disk spends tens of us on the CPU, which wall time alone would
+            # count, keeping the estimate here and every open timed; an
+            # open that waits 25 to 50 us needs no more system calls to
+            # tell.  One slow enough to be checked anyway stays checked.
             self._untimed = 0
-            self._close = True
+            if not self._wallwaits:
+                self._close = True
+            elif cpu is not None and wall * 2 <= self.threshold:
+                self._close = False
         elif cpu is not None:
             # cheap again: wall time only, which needs no system call
             self._close = False
