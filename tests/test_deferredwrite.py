@@ -96,16 +96,18 @@ def time_opens(wp, opens, wall, cpu, blocked=None):
     return hows, cheap
 
 
-@pytest.mark.parametrize('blocked', [None, False],
-                         ids=['no-rusage', 'never-slept'])
-def test_opens_that_only_burn_cpu_near_a_quarter_stay_sampled(blocked):
+@pytest.mark.parametrize('cpu,blocked', [(40 * US, None), (10 * US, False)],
+                         ids=['all-cpu', 'cpu-and-preempted'])
+def test_opens_that_only_burn_cpu_near_a_quarter_stay_sampled(cpu, blocked):
     # on a local disk, an open that makes directories takes tens of us, all
-    # of it CPU: by wall time a quarter of the way to the threshold, but
-    # no wait.  Timed in CPU time once the wall time says a decision may
-    # be near, they show none, and most opens go untimed again; files may
-    # be left to core (opens_cheap) most of the time
+    # of it CPU, or CPU and waiting for a core on a busy machine (the
+    # thread never slept in the kernel): by wall time a quarter of the way
+    # to the threshold, but no wait.  Timed in CPU time once the wall time
+    # says a decision may be near, they show none, and most opens go
+    # untimed again; files may be left to core (opens_cheap) most of the
+    # time
     wp = policymod.WritePolicy(threshold=100 * US, sample=8)
-    hows, cheap = time_opens(wp, 800, 40 * US, 40 * US, blocked)
+    hows, cheap = time_opens(wp, 800, 40 * US, cpu, blocked)
     assert 'cpu' in hows
     assert hows.count(None) > 400
     assert sum(cheap[400:]) > 200
