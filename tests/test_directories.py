@@ -83,3 +83,41 @@ def test_memory_bounded_and_forgotten_directories_found_again(
     # them existing
     assert dirs.created == len(set(names)) + 5 + 1  # d0..d4, data
     assert dirs.existing > 0
+
+
+def test_timed_each_mkdir_counts_once_with_its_duration(tmp_path):
+    os.makedirs(tmp_path / 'data')
+    root = bytes(tmp_path)
+    dirs = directories.Directories(timed=True)
+    dirs.prepare(root, b'data/a/b')
+    dirs.prepare(root, b'data/a/c')
+    # data found, a and b made; then c made
+    assert (dirs.created, dirs.existing) == (3, 1)
+    assert dirs.stat.count == 4
+    assert dirs.stat.seconds > 0
+    assert dirs.stat.max <= dirs.stat.seconds
+
+
+def test_a_failed_mkdir_keeps_what_was_made_before_it_known(tmp_path):
+    root = bytes(tmp_path)
+    (tmp_path / 'data').mkdir()
+    (tmp_path / 'data' / 'a').write_bytes(b'a file, not a directory')
+    dirs = directories.Directories()
+    try:
+        dirs.prepare(root, b'data/a/b/c')
+    except OSError:
+        pass
+    else:
+        raise AssertionError('a directory made below a file')
+    # data existed, data/a is a file (found existing by mkdir), data/a/b
+    # cannot be made below it: what mkdir found is known, nothing more
+    assert dirs.known(root, b'data')
+    assert dirs.known(root, b'data/a')
+    assert not dirs.known(root, b'data/a/b')
+    assert not dirs.known(root, b'data/a/b/c')
+    assert (dirs.created, dirs.existing) == (0, 2)
+    assert dirs.stat.count == 2
+    # made later, below a real directory, without a second mkdir of those
+    dirs.prepare(root, b'data/x')
+    assert dirs.created == 1
+    assert dirs.stat.count == 3

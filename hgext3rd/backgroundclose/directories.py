@@ -40,6 +40,7 @@ class Directories:
 
     def __init__(self, timed=False):
         self._known = {}  # root -> directories below it (relative)
+        self._prefixes = {}  # root -> what goes before a directory's name
         # every mkdir system call, timed if ``timed``
         self.stat = closermod.OpStat()
         self._timed = timed
@@ -70,46 +71,53 @@ class Directories:
             known = self._known.get(root)
             if known is None:
                 known = self._known[root] = set()
+                # what os.path.join(root, name) puts before each name
+                self._prefixes[root] = os.path.join(root, b'')
             missing = []
             while dirname and dirname not in known:
                 missing.append(dirname)
                 dirname = dirname.rpartition(b'/')[0]
             if len(known) + len(missing) > self.MOST:
                 known.clear()
-        for dirname in reversed(missing):
-            self._make(os.path.join(root, dirname), createmode, notindexed)
-            # known only once made: another thread that finds it known
-            # opens below it at once
-            with self._lock:
-                known.add(dirname)
-
-    def _make(self, name, createmode, notindexed):
-        clock = util.timer if self._timed else _no_clock
-        start = clock()
-        made = existing = False
+        # a stream of a deep tree makes about two directories a file: one
+        # lock, no clock and no call per directory here but core's makedir
+        prefix = self._prefixes[root]
+        timed = self._timed
+        done = []  # made, or found existing
+        made = existing = 0
+        durations = [] if timed else None
         try:
-            try:
-                util.makedir(name, notindexed)
-            except FileExistsError:
-                # the open that follows finds out if it is no directory
-                existing = True
-                return
-            except FileNotFoundError:
-                # the root itself is missing: core's way, which makes every
-                # parent
-                util.makedirs(name, createmode, notindexed)
-                made = True
-                return
-            made = True
-            if createmode is not None:
-                os.chmod(name, createmode)
+            for dirname in reversed(missing):
+                name = prefix + dirname
+                start = util.timer() if timed else None
+                try:
+                    util.makedir(name, notindexed)
+                except FileExistsError:
+                    # the open that follows finds out if it is no directory
+                    existing += 1
+                except FileNotFoundError:
+                    # the root itself is missing: core's way, which makes
+                    # every parent
+                    util.makedirs(name, createmode, notindexed)
+                    made += 1
+                else:
+                    made += 1
+                    if createmode is not None:
+                        os.chmod(name, createmode)
+                done.append(dirname)
+                if timed:
+                    durations.append(util.timer() - start)
         finally:
-            duration = clock() - start
             with self._lock:
-                self.stat.add(duration)
+                # known only once made: another thread that finds it known
+                # opens below it at once
+                known.update(done)
                 self.created += made
                 self.existing += existing
+                stat = self.stat
+                if timed:
+                    for duration in durations:
+                        stat.add(duration)
+                else:
+                    stat.count += len(done)
 
-
-def _no_clock():
-    return 0.0
