@@ -163,15 +163,26 @@ def closes(monkeypatch):
     return closed
 
 
-@pytest.fixture(params=[closermod.BACKGROUND, closermod.INLINE])
+@pytest.fixture(
+    params=[
+        (closermod.BACKGROUND, 'through'),
+        (closermod.INLINE, 'through'),
+        (closermod.BACKGROUND, 'direct'),
+        (closermod.INLINE, 'direct'),
+    ],
+    ids=['lane-through', 'inline-through', 'lane-direct', 'inline-direct'],
+)
 def direct(request, tmp_path):
-    """an object whose ``open(name, mode=b'wb')`` opens ``name`` through a
-    real vfs, as the seams do, asking for a DescriptorFile, for a closer
-    on the lane or closing inline; the closer is finished afterwards"""
+    """an object whose ``open(name, mode=b'wb')`` opens ``name`` asking for
+    a DescriptorFile, for a closer on the lane or closing inline; the
+    closer is finished afterwards.  ``route``: through a real vfs, as the
+    changegroup and update seams do (``open_through``), or as a stream's
+    files are (``open_direct``, the name joined by the vfs)."""
+    policy, route = request.param
 
     class Direct:
         closer = closermod.Closer(
-            policy=request.param, native=True, owned=set(), fdroom=None
+            policy=policy, native=True, owned=set(), fdroom=None
         )
         files = handover.OwnedFiles(closer)
         vfs = vfsmod.vfs(os.fsencode(str(tmp_path)))
@@ -187,6 +198,10 @@ def direct(request, tmp_path):
             return fp
 
         def open(self, name, mode=b'wb'):
+            if self.route == 'direct' and mode == b'wb':
+                joined = self.vfs.join(name)
+                os.makedirs(os.path.dirname(joined), exist_ok=True)
+                return self.files.open_direct(joined, self.make)
             fp, fd = self.files.open_through(
                 vfsmod.vfs.__call__, self.vfs, name, mode, {},
                 direct=self.make,
@@ -195,6 +210,7 @@ def direct(request, tmp_path):
             return fp
 
     made = Direct()
+    made.route = route
     yield made
     made.files.unwrap()
     made.closer.finish(failing=True)
@@ -231,6 +247,9 @@ def test_a_file_written_whole_goes_straight_into_its_descriptor(
 @needs_lane
 def test_the_posixfile_wrapper_is_only_removed_between_opens(direct):
     from mercurial import extensions, util
+
+    if direct.route == 'direct':
+        pytest.skip('a file opened directly needs no posixfile wrapper')
 
     def chain():
         return len(extensions.getwrapperchain(util, 'posixfile'))
@@ -483,6 +502,9 @@ def test_an_interrupt_in_the_vfs_after_the_open_closes_it_once(
 ):
     # the signal lands in core's vfs after util.posixfile returned (here:
     # as it fixes the new file's mode): the vfs never returns the file
+    if direct.route == 'direct':
+        pytest.skip("no vfs call after the open (the session's own "
+                    "_fixfilemode call: test_session.py)")
     def interrupted(self, name):
         raise KeyboardInterrupt
 

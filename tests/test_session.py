@@ -276,9 +276,14 @@ def test_a_stream_apply_leaves_files_to_core_while_closes_are_cheap(
         repo, session, count,
         onfile=lambda number: wrapped.append(wraps_open()), **options
     )
-    # a sample is core's file behind the session's proxy: a DescriptorFile
-    # would wrap posixfile again for each sample
-    own = handover.HandedOverFile
+    # a sample is the session's own file, opened without core's open (no
+    # util.posixfile wrapper to put back for each sample); core's file
+    # behind the session's proxy where the C module is not built
+    own = (
+        handover.DescriptorFile
+        if session.files.writes_direct()
+        else handover.HandedOverFile
+    )
     assert kinds[:sample] == [own] * sample
     assert not {handover.DescriptorFile, handover.HandedOverFile} & set(
         kinds[sample : sample + skip]
@@ -483,54 +488,94 @@ def test_core_s_v2_consumer_cut_inside_a_last_file_left_to_core_aborts(
     assert not repo.svfs.exists(b'data/f%d.i' % (count - 1))
 
 
-def test_files_left_to_core_open_without_the_posixfile_wrapper(
-    cheap_closes_repo, monkeypatch
+@pytest.mark.skipif(
+    not closermod.native_available(),
+    reason='DescriptorFiles need the C module (_closelane.c)',
+)
+def test_a_stream_apply_never_wraps_posixfile_for_its_own_files(
+    cheap_closes_repo
 ):
-    # the first files of a real apply go to the lane's descriptors (opens
-    # are not measured yet), which wraps util.posixfile; once files are
-    # left to core, the wrapper would cost each of them a call
+    # the session opens the files the stream writes itself (_open_direct):
+    # no util.posixfile wrapper costs every other open of the process a
+    # call, during the samples or the skips between them
     from mercurial import extensions, util
 
     repo = cheap_closes_repo
-    sample = sessionmod.Session.SAMPLE
-    skip = 16
-    count = sample * 3
-    session = streamapply.ApplySession(repo, b'v3')
-    session.SKIP = skip
-    leaves_files = session._leaves_files
-    # opens not measured yet until the first sample closes; not cheap any
-    # more during the skip that follows (the next sample opens for the
-    # lane, which puts the wrapper back)
-    measured = []
-    monkeypatch.setattr(session, '_leaves_files',
-                        lambda: bool(measured) and leaves_files())
+    session, sample, skip, count = sample_skip_sample(repo, b'v3')
     chain = len(extensions.getwrapperchain(util, 'posixfile'))
     wrapped = []
-    stream = io.BytesIO(b''.join(b'%d' % n for n in range(count)))
-
-    def consume():
-        with repo.svfs.backgroundclosing(repo.ui):
-            for number in range(count):
-                with repo.svfs(b'data/f%d.i' % number, b'w') as fp:
-                    wrapped.append(session.files.wraps_posixfile())
-                    if number == sample - 1:
-                        measured.append(True)
-                    elif number == sample + skip // 2:
-                        measured.clear()
-                    size = len(b'%d' % number)
-                    for chunk in util.filechunkiter(stream, limit=size):
-                        fp.write(chunk)
-                    if number == sample + 1:
-                        assert len(extensions.getwrapperchain(
-                            util, 'posixfile')) == chain
-
-    session.stream = stream
-    with repo.lock():
-        session.run(repo.store.rawvfs,
-                    streamapply.session_seams(session, repo), consume, (), {})
-    assert wrapped == ([True] * sample + [False] * skip
-                       + [True] * (count - sample - skip))
+    kinds = write_stream_files(
+        repo, session, count,
+        onfile=lambda number: wrapped.append(
+            len(extensions.getwrapperchain(util, 'posixfile'))
+        ),
+    )
+    assert kinds[:sample] == [handover.DescriptorFile] * sample
     assert session.skipped == skip
+    assert wrapped == [chain] * count
+    assert not session.files.wraps_posixfile()
+
+
+# what core's vfs.__call__ does for a file opened 'w', the session does
+# for the stream's own files (ApplySession._open_direct)
+
+
+@pytest.mark.parametrize('closes', ['background', 'adaptive'])
+def test_a_link_where_a_stream_file_goes_is_replaced_not_written_through(
+    request, tmp_path, closes
+):
+    repo = request.getfixturevalue(
+        'lanerepo' if closes == 'background' else 'cheap_closes_repo'
+    )
+    outside = tmp_path / 'outside'
+    outside.write_bytes(b'not the stream\n')
+    data = tmp_path / 'repo' / '.hg' / 'store' / 'data'
+    data.mkdir()
+    os.symlink(outside, data / 'f0.i')
+    os.link(outside, data / 'f1.i')
+    session = streamapply.ApplySession(repo, b'v3')
+    kinds = write_stream_files(repo, session, 2)
+    if closermod.native_available():
+        assert kinds == [handover.DescriptorFile] * 2
+    assert outside.read_bytes() == b'not the stream\n'
+    assert not os.path.islink(data / 'f0.i')
+    assert (data / 'f0.i').read_bytes() == b'0'
+    assert (data / 'f1.i').read_bytes() == b'1'
+    assert os.stat(outside).st_nlink == 1
+
+
+def test_the_store_s_file_mode_is_given_to_the_stream_s_files(lanerepo):
+    repo = lanerepo
+    # a store shared by a group (core takes createmode from the mode of
+    # .hg/store)
+    repo.store.rawvfs.createmode = 0o2770
+    old = os.umask(0o077)
+    try:
+        session = streamapply.ApplySession(repo, b'v3')
+        kinds = write_stream_files(repo, session, 2)
+    finally:
+        os.umask(old)
+    if closermod.native_available():
+        assert kinds == [handover.DescriptorFile] * 2
+    for number in range(2):
+        mode = os.stat(repo.svfs.join(b'data/f%d.i' % number)).st_mode
+        assert mode & 0o7777 == 0o660, oct(mode)
+
+
+def test_a_directory_removed_while_the_stream_writes_is_made_again(
+    lanerepo
+):
+    repo = lanerepo
+    session = streamapply.ApplySession(repo, b'v3')
+
+    def remove_data(number):
+        if number == 1:  # data/ was made for f0, now known to the session
+            os.unlink(repo.svfs.join(b'data/f0.i'))
+            os.rmdir(repo.svfs.join(b'data'))
+
+    write_stream_files(repo, session, 2, onfile=remove_data)
+    assert repo.svfs.read(b'data/f1.i') == b'1'
+    assert session.directories.created == 2
 
 
 def runs_of(kinds):

@@ -185,6 +185,25 @@ class OwnedFiles:
                 self._files[fd] = weakref.ref(made)
         return fp, fd
 
+    def open_direct(self, name, make):
+        """open ``name`` (what a vfs joined, audited already) from start to
+        end, ``'wb'``, for the lane: the DescriptorFile ``make(fd, name)``
+        made over its descriptor, without core's open.  The descriptor is
+        owned from the step that opens it; the file is the caller's once
+        this returns (its finalizer closes fd if core drops it unclosed).
+        Raises what ``os.open`` raises (a NUL byte: ValueError)."""
+        fd = closermod.open_owned(name, _FLAGS['w'], self.fds)
+        try:
+            fp = make(fd, name)
+        except BaseException:
+            self.discard(fd)
+            raise
+        # held weakly, for release() to tell it the descriptor was closed;
+        # an interrupt before it is armed leaves fd owned, for release()
+        self._files[fd] = weakref.ref(fp)
+        fp._armed = True
+        return fp
+
     def join(self, vfs, path):
         """``vfs.join(path)``, without its call for the relative names
         the seams open: each is the vfs's prefix and the name.  Were it

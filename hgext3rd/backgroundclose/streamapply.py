@@ -18,10 +18,12 @@ small wrappers, all of which do nothing when no session is active:
   (stream v1; v3; v2 before Mercurial 7.0) come back as the session's own
   files, whose writes are counted (timed for a report) and whose close goes
   to the session's closer (handover.py).  Where the C module is built they
-  are written straight into their descriptors, which the lane closes
-  (but a sample while closes are cheap: see ``_open_here``).
-  Opening itself is core's: path audit, store encoding and file modes are
-  untouched.
+  are written straight into their descriptors, which the lane closes, and
+  the session opens them itself as core's ``vfs.__call__`` would
+  (``_open_direct``): core's path audit, the name the vfs joins (store
+  encoding is done above, by the store's vfs), the file there unlinked
+  first, core's file mode.  Elsewhere, or for an open with other
+  arguments, opening is core's own.
 - ``util.filechunkiter``: how those consumers copy each file, right after
   opening it; where the files left to core are counted (below).
 - ``streamclone._write_files`` (Mercurial 7.0 and later, stream v2): the
@@ -191,6 +193,9 @@ class ApplySession(sessionmod.Session):
         self.writes = self.book.mine()['write']
         self.opens = self.book.mine()['open']  # timed for the report
         self.directories = directories.Directories(self.timed)
+        # whether the files the stream opens through the vfs are opened
+        # here (_open_direct)
+        self._direct = self.files.writes_direct()
         # what the stream may write into, as it was: stream clones only go
         # into empty repositories, so this is a handful of entries
         self._before = {
@@ -658,12 +663,16 @@ class ApplySession(sessionmod.Session):
 
     def _open_here(self, orig, vfs, path, mode, kwargs):
         """open a file the stream writes on this thread, its writes
-        counted: a DescriptorFile where the C module is built, else a
+        counted: a DescriptorFile where the C module is built (opened by
+        ``_open_direct`` unless the open has other arguments), else a
         HandedOverFile over core's file (handover.py); the latter too for
-        a sample while files are left to core (``_leaves_opens``)
+        a sample while files are left to core (``_leaves_opens``) if the
+        open has other arguments
 
         Its parent directories are made here (directories.py), each once:
         core's open is told not to."""
+        if not kwargs and self._direct and type(vfs) is vfsmod.vfs:
+            return self._open_direct(vfs, path, mode)
         directories = self.directories
         dirname = path.rpartition(b'/')[0]
         ours = 'makeparentdirs' not in kwargs
@@ -710,6 +719,52 @@ class ApplySession(sessionmod.Session):
             fp, self.closer, name, fd, files, writestat,
             onclose=self.closed_one, timed=self.timed,
         )
+
+    def _open_direct(self, vfs, path, mode):
+        """open a file the stream writes as a DescriptorFile, where the C
+        module is built, doing what core's ``vfs.__call__`` does for a
+        file opened ``'w'`` with no other argument: core's audit of the
+        path, its parents made (directories.py), any file already there
+        unlinked (a hardlink or symlink is replaced, never written
+        through), the file created, then core's ``_fixfilemode``.  The
+        name is the vfs's own join.  Core's open itself, with a
+        ``util.posixfile`` wrapper to take its descriptor, cost 8 us a
+        file more (README, "The stream's own opens")."""
+        compat.audit(vfs, path, mode)
+        directories = self.directories
+        base = vfs.base
+        dirname = path.rpartition(b'/')[0]
+        if not directories.known(base, dirname):
+            directories.prepare(base, dirname, vfs.createmode)
+        files = self.files
+        name = files.join(vfs, path)
+        start = util.timer() if self.timed else None
+        remade = False
+        while True:
+            try:
+                try:
+                    util.unlink(name)
+                except FileNotFoundError:
+                    pass
+                fp = files.open_direct(name, self._descriptor_file)
+                break
+            except FileNotFoundError:
+                if remade:
+                    raise
+                # a directory known to exist was removed meanwhile: make it
+                # again, once
+                remade = True
+                directories.forget(base, dirname)
+                directories.prepare(base, dirname, vfs.createmode)
+            except ValueError as exc:  # a NUL byte in the name
+                raise closermod.FileError(name, exc, 'opening') from exc
+        # should it fail, fp's finalizer, or the session's release(),
+        # closes the descriptor
+        vfs._fixfilemode(name)
+        if start is not None:
+            self.opens.add(util.timer() - start)
+        self._lastcore = False
+        return fp
 
     def _leaves_opens(self):
         """whether files may be left to core while posixfile is not
