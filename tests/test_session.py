@@ -36,6 +36,11 @@ from hgext3rd.backgroundclose import (  # noqa: E402
     workingcopy,
 )
 
+needs_lane = pytest.mark.skipif(
+    not closermod.native_available(),
+    reason='the C module (_closelane) is not built for this Python',
+)
+
 SESSIONS = {
     'stream apply': lambda repo: streamapply.ApplySession(repo, b'v1'),
     'changegroup step': revlogwrite.RevlogSession,
@@ -576,6 +581,78 @@ def test_a_directory_removed_while_the_stream_writes_is_made_again(
     write_stream_files(repo, session, 2, onfile=remove_data)
     assert repo.svfs.read(b'data/f1.i') == b'1'
     assert session.directories.created == 2
+
+
+def update_writes(repo, files, **options):
+    """write ``files`` ((name, data)) into the working copy as an update
+    worker does (``backgroundclose=True`` inside
+    ``wvfs.backgroundclosing()``), with a WorkingCopyCloser on the lane:
+    the type of each file object the vfs returned, and whether
+    util.posixfile was wrapped to open it (core's open took it)"""
+    closer = workingcopy.WorkingCopyCloser(repo.ui)
+    kinds = []
+    with closer:
+        repo.wvfs._backgroundfilecloser = closer
+        try:
+            for name, data in files:
+                with repo.wvfs(name, b'wb', backgroundclose=True,
+                               atomictemp=False, **options) as fp:
+                    kinds.append((type(fp), closer.files.wraps_posixfile()))
+                    fp.write(data)
+        finally:
+            del repo.wvfs._backgroundfilecloser
+    return kinds
+
+
+@needs_lane
+def test_an_update_opens_its_files_as_core_s_vfs_would(lanerepo, tmp_path):
+    repo = lanerepo
+    root = tmp_path / 'repo'
+    outside = tmp_path / 'outside'
+    outside.write_bytes(b'not the update\n')
+    os.symlink(outside, root / 'link')
+    os.link(outside, root / 'hardlink')
+    (root / 'old').write_bytes(b'an older, longer version\n')
+    repo.wvfs.createmode = 0o2770
+    old = os.umask(0o077)
+    try:
+        kinds = update_writes(repo, [
+            (b'link', b'a'), (b'hardlink', b'b'), (b'old', b'c'),
+            (b'new/deep/file', b'd'),
+        ])
+    finally:
+        os.umask(old)
+    assert kinds == [(handover.DescriptorFile, False)] * 4
+    assert outside.read_bytes() == b'not the update\n'
+    assert os.stat(outside).st_nlink == 1
+    assert not os.path.islink(root / 'link')
+    for name, data in (('link', b'a'), ('hardlink', b'b'), ('old', b'c'),
+                       ('new/deep/file', b'd')):
+        assert (root / name).read_bytes() == data
+        mode = os.stat(root / name).st_mode & 0o7777
+        assert mode == 0o660, (name, oct(mode))
+    # the directories made are core's util.makedirs', with its mode
+    assert os.stat(root / 'new' / 'deep').st_mode & 0o7777 == 0o2770
+
+
+@needs_lane
+def test_an_update_s_open_core_s_audit_refuses_writes_nothing(
+    lanerepo, tmp_path
+):
+    repo = lanerepo
+    root = tmp_path / 'repo'
+    os.symlink(tmp_path, root / 'escape')
+    with pytest.raises(error.Abort) as caught:
+        update_writes(repo, [(b'escape/x', b'x')])
+    assert b'escape' in caught.value.message
+    assert not os.path.exists(tmp_path / 'x')
+
+
+@needs_lane
+def test_an_update_s_open_with_other_arguments_is_core_s(lanerepo):
+    kinds = update_writes(lanerepo, [(b'f', b'x')], notindexed=True)
+    assert kinds == [(handover.DescriptorFile, True)]
+    assert lanerepo.wvfs.read(b'f') == b'x'
 
 
 def runs_of(kinds):

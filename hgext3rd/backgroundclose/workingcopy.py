@@ -22,15 +22,21 @@ in the dirstate, and must find its data there.
 
 Where the closer has the C lane, once it closes in the background, the
 files update writes with ``backgroundclose=True`` are opened for the lane
-(``vfs.__call__`` and ``util.posixfile`` are wrapped from then until the
-closer exits, see handover.py): the lane closes their descriptors, in each
-forked worker and in an update without workers alike.
+(``vfs.__call__`` is wrapped from then until the closer exits, see
+handover.py): the lane closes their descriptors, in each forked worker and
+in an update without workers alike.  The closer opens them itself as core's
+``vfs.__call__`` would (``_open_direct``), unless the open has other
+arguments.
 """
 
-from mercurial import vfs as vfsmod
+from mercurial import (
+    util,
+    vfs as vfsmod,
+)
 
 from . import (
     closer as closermod,
+    compat,
     handover,
     seams,
     session as sessionmod,
@@ -91,6 +97,8 @@ class WorkingCopyCloser(sessionmod.Session):
 
     def open(self, orig, vfs, path, mode, kwargs):
         """open a file update writes, its descriptor for the lane"""
+        if type(vfs) is vfsmod.vfs and _CORE_DEFAULTS.issuperset(kwargs):
+            return self._open_direct(vfs, path, mode)
         joined = self.files.join(vfs, path)
         fp, fd = self.files.open_through(
             orig, vfs, path, mode, kwargs, joined, self._descriptor_file
@@ -98,6 +106,29 @@ class WorkingCopyCloser(sessionmod.Session):
         if type(fp) is handover.DescriptorFile:
             return fp
         return handover.HandedOverFile(fp, self.closer, joined, fd, self.files)
+
+    def _open_direct(self, vfs, path, mode):
+        """what core's ``vfs.__call__`` does for a file opened ``'w'``, the
+        steps in its order (core's audit, the vfs's join, the file there
+        unlinked, else its parents made with ``util.makedirs``, core's
+        ``_fixfilemode``), with a DescriptorFile over the new file's
+        descriptor: core's open, and a ``util.posixfile`` wrapper to take
+        its descriptor, cost some 8 us a file more (README, "The stream's
+        own opens")"""
+        compat.audit(vfs, path, mode)
+        files = self.files
+        name = files.join(vfs, path)
+        dirname, basename = util.split(name)
+        if basename:  # else the open fails, as core's does
+            try:
+                util.unlink(name)
+            except FileNotFoundError:
+                util.makedirs(dirname, vfs.createmode)
+        fp = files.open_direct(name, self._descriptor_file)
+        # should it fail, fp's finalizer, or release(), closes the
+        # descriptor
+        vfs._fixfilemode(name)
+        return fp
 
     def _descriptor_file(self, fd, name):
         return handover.DescriptorFile(fd, name, self.closer, self.files)
@@ -128,6 +159,10 @@ def vfsopen(orig, self, path, mode=b'rb', *args, **kwargs):
     del kwargs['backgroundclose']
     return target.open(orig, self, path, mode, kwargs)
 
+
+# the arguments update opens its files with, once vfsopen() took
+# backgroundclose, each false there (any other: core's open)
+_CORE_DEFAULTS = frozenset(('atomictemp', 'checkambig'))
 
 # wrapped once a WorkingCopyCloser's closes go to the C lane (seams.py)
 _SEAMS = [(vfsmod.vfs, '__call__', vfsopen)]
