@@ -810,8 +810,7 @@ def test_stream_v2_leaves_whole_skips_to_core_s_own_writer(
     count = sample * 2 + skip + skip
     sessions = sessions_made(monkeypatch)
     core = core_s_writes(monkeypatch)
-    prepared = calls_of(monkeypatch, streamapply.ApplySession,
-                        'stream_directory')
+    prepared = prepares_of(monkeypatch)
     v2_applied(repo, v2_files(count))
     session, = sessions
     rawvfs = repo.store.rawvfs
@@ -905,8 +904,8 @@ def test_stream_v2_leaves_no_file_to_core_on_core_s_writer_threads(
     monkeypatch.setattr(sessionmod.Session, 'SKIP', 8)
     count = sessionmod.Session.SAMPLE * 3
     sessions = sessions_made(monkeypatch)
-    prepared = calls_of(monkeypatch, streamapply.ApplySession,
-                        'stream_directory')
+    prepared = prepares_of(monkeypatch)
+    failures = calls_of(monkeypatch, closermod.Closer, 'raise_failure')
     threads = calls_of(monkeypatch, streamapply.ApplySession, 'write_files')
     v2_applied(repo, v2_files(count))
     session, = sessions
@@ -914,6 +913,9 @@ def test_stream_v2_leaves_no_file_to_core_on_core_s_writer_threads(
     # no skip began, not even after the reading thread was done
     assert session.skipping == session.skipped == 0
     assert len(prepared) == count
+    # once core's threads write, each file prepared asks for their failures
+    # (the first few may be prepared before a thread began)
+    assert count - 8 <= len(failures) <= count
     assert repo.svfs.read(b'data/f%d.i' % (count - 1)) == b'%d' % (count - 1)
 
 
@@ -989,6 +991,21 @@ def raised_in(module, exc, ofp=None, function='fail', path=None):
         namespace[function](exc, ofp, path)
     except BaseException as raised:
         return raised
+
+
+def prepares_of(monkeypatch):
+    """the paths the session's prepare_streamed_file wrapper prepares from
+    now on (stream v2 from 7.0 on; none while it is taken away)"""
+    calls = []
+    owner, name, wrapper = streamapply._PREPARE_SEAM
+
+    def counted(session, orig, vfs, path, known_directories, **kwargs):
+        if session.running and not session.leaving:
+            calls.append(path)
+        return wrapper(session, orig, vfs, path, known_directories, **kwargs)
+
+    monkeypatch.setattr(streamapply, '_PREPARE_SEAM', (owner, name, counted))
+    return calls
 
 
 def calls_of(monkeypatch, cls, name):
