@@ -583,13 +583,148 @@ def test_a_directory_removed_while_the_stream_writes_is_made_again(
     assert session.directories.created == 2
 
 
-def update_writes(repo, files, **options):
+class SpiedVfsCall(list):
+    """the names another extension's wrapper of vfs.__call__ sees opened
+    for writing, once ``wrap()`` put it in place (below the session's
+    own)"""
+
+    def wrap(self):
+        from mercurial import extensions, vfs as vfsmod
+
+        extensions.wrapfunction(vfsmod.vfs, '__call__', self.spy)
+
+    def spy(self, orig, vfs, path, mode=b'rb', *args, **kwargs):
+        if mode in (b'w', b'wb'):
+            self.append(path)
+        return orig(vfs, path, mode, *args, **kwargs)
+
+    def unwrap(self):
+        from mercurial import extensions, vfs as vfsmod
+
+        if self.spy in extensions.getwrapperchain(vfsmod.vfs, '__call__'):
+            extensions.unwrapfunction(vfsmod.vfs, '__call__', self.spy)
+
+
+@pytest.fixture
+def spied_vfs_call():
+    seen = SpiedVfsCall()
+    try:
+        yield seen
+    finally:
+        seen.unwrap()
+
+
+@pytest.mark.parametrize('closes', ['background', 'adaptive'])
+@pytest.mark.parametrize('wrapped', ['first', 'once the session was made'])
+def test_another_extension_s_open_wrapper_sees_the_stream_s_files(
+    request, spied_vfs_call, closes, wrapped
+):
+    # the session opens a stream's files itself only where core's open is
+    # core's alone: another extension's wrapper keeps its view of them
+    repo = request.getfixturevalue(
+        'lanerepo' if closes == 'background' else 'cheap_closes_repo'
+    )
+    if wrapped == 'first':
+        spied_vfs_call.wrap()
+    session = streamapply.ApplySession(repo, b'v3')
+    if wrapped == 'first':
+        assert session._corecall is None
+    else:
+        spied_vfs_call.wrap()
+    write_stream_files(repo, session, 4)
+    assert [
+        path for path in spied_vfs_call if path.startswith(b'data/')
+    ] == [b'data/f%d.i' % n for n in range(4)]
+    assert repo.svfs.read(b'data/f3.i') == b'3'
+
+
+@needs_lane
+@pytest.mark.parametrize('wrapped', ['first', 'once the closer was made'])
+def test_another_extension_s_open_wrapper_sees_an_update_s_files(
+    lanerepo, spied_vfs_call, wrapped
+):
+    if wrapped == 'first':
+        spied_vfs_call.wrap()
+        made = None
+    else:
+        made = spied_vfs_call.wrap
+    kinds = update_writes(lanerepo, [(b'a', b'x'), (b'b/c', b'y')],
+                          made=made)
+    assert spied_vfs_call == [b'a', b'b/c']
+    # core's open, its descriptor for the lane all the same
+    assert kinds == [(handover.DescriptorFile, True)] * 2
+    assert lanerepo.wvfs.read(b'b/c') == b'y'
+
+
+@needs_lane
+def test_the_stream_s_own_opens_keep_core_s_audit(lanerepo, tmp_path):
+    repo = lanerepo
+    outside = tmp_path / 'outside'
+    outside.mkdir()
+    os.symlink(outside, tmp_path / 'repo' / '.hg' / 'store' / 'data')
+    session = streamapply.ApplySession(repo, b'v3')
+    with pytest.raises(error.Abort) as caught:
+        write_stream_files(repo, session, 1)
+    assert b'symbolic link' in caught.value.message
+    assert os.listdir(outside) == []
+    assert session.files.fds == set()
+
+
+@needs_lane
+def test_a_nul_byte_in_a_stream_file_s_name_aborts_naming_it(lanerepo):
+    from mercurial import vfs as vfsmod
+
+    repo = lanerepo
+    session = streamapply.ApplySession(repo, b'v3')
+    with pytest.raises(error.Abort) as caught:
+        copy_stream_files(repo, session, [(b'data/a\0b.i', 1)],
+                          io.BytesIO(b'x'))
+    assert b'data/a' in caught.value.message
+    assert session.files.fds == set()
+    assert vfsmod.vfs  # core's open was not needed to refuse it
+
+
+@needs_lane
+@pytest.mark.parametrize('seam', ['stream', 'update'])
+def test_an_interrupt_as_core_fixes_an_own_file_s_mode_leaks_nothing(
+    lanerepo, monkeypatch, seam
+):
+    from mercurial import vfs as vfsmod
+
+    repo = lanerepo
+    fixed = []
+    real = vfsmod.vfs._fixfilemode
+
+    def interrupted(self, name):
+        fixed.append(name)
+        if len(fixed) == 3:
+            raise KeyboardInterrupt
+        return real(self, name)
+
+    monkeypatch.setattr(vfsmod.vfs, '_fixfilemode', interrupted)
+    opened = set(os.listdir('/proc/self/fd'))
+    with pytest.raises(KeyboardInterrupt):
+        if seam == 'stream':
+            session = streamapply.ApplySession(repo, b'v3')
+            write_stream_files(repo, session, 5)
+        else:
+            update_writes(repo, [(b'f%d' % n, b'x') for n in range(5)])
+    assert len(fixed) == 3
+    if seam == 'stream':
+        assert session.files.fds == set()
+    assert set(os.listdir('/proc/self/fd')) <= opened
+
+
+def update_writes(repo, files, made=None, **options):
     """write ``files`` ((name, data)) into the working copy as an update
     worker does (``backgroundclose=True`` inside
-    ``wvfs.backgroundclosing()``), with a WorkingCopyCloser on the lane:
-    the type of each file object the vfs returned, and whether
-    util.posixfile was wrapped to open it (core's open took it)"""
+    ``wvfs.backgroundclosing()``), with a WorkingCopyCloser on the lane
+    (``made()`` called once it is made): the type of each file object the
+    vfs returned, and whether util.posixfile was wrapped to open it
+    (core's open took it)"""
     closer = workingcopy.WorkingCopyCloser(repo.ui)
+    if made is not None:
+        made()
     kinds = []
     with closer:
         repo.wvfs._backgroundfilecloser = closer

@@ -82,13 +82,20 @@ class Directories:
         # a stream of a deep tree makes about two directories a file: one
         # lock, no clock and no call per directory here but core's makedir
         prefix = self._prefixes[root]
+        join = os.path.join
         timed = self._timed
         done = []  # made, or found existing
-        made = existing = 0
+        made = existing = calls = 0
         durations = [] if timed else None
         try:
             for dirname in reversed(missing):
-                name = prefix + dirname
+                # an absolute name (one the audit let through, inside the
+                # root) is itself, as os.path.join has it
+                name = (
+                    prefix + dirname if dirname[:1] != b'/'
+                    else join(root, dirname)
+                )
+                calls += 1
                 start = util.timer() if timed else None
                 try:
                     util.makedir(name, notindexed)
@@ -119,5 +126,5 @@ class Directories:
                     for duration in durations:
                         stat.add(duration)
                 else:
-                    stat.count += len(done)
+                    stat.count += calls
 

@@ -197,9 +197,14 @@ class ApplySession(sessionmod.Session):
         self.writes = self.book.mine()['write']
         self.opens = self.book.mine()['open']  # timed for the report
         self.directories = directories.Directories(self.timed)
-        # whether the files the stream opens through the vfs are opened
-        # here (_open_direct)
-        self._direct = self.files.writes_direct()
+        # core's own vfs.__call__, if the files the stream opens through
+        # the vfs are opened here instead (_open_direct): where the C
+        # module is built, and no other extension wraps it
+        self._corecall = (
+            seams.core_s_own(vfsmod.vfs, '__call__')
+            if self.files.writes_direct()
+            else None
+        )
         # what the stream may write into, as it was: stream clones only go
         # into empty repositories, so this is a handful of entries
         self._before = {
@@ -675,7 +680,12 @@ class ApplySession(sessionmod.Session):
 
         Its parent directories are made here (directories.py), each once:
         core's open is told not to."""
-        if not kwargs and self._direct and type(vfs) is vfsmod.vfs:
+        if (
+            not kwargs
+            and orig is self._corecall
+            and type(vfs) is vfsmod.vfs
+            and path[:1] != b'/'
+        ):
             return self._open_direct(vfs, path, mode)
         directories = self.directories
         dirname = path.rpartition(b'/')[0]
@@ -733,7 +743,9 @@ class ApplySession(sessionmod.Session):
         through), the file created, then core's ``_fixfilemode``.  The
         name is the vfs's own join.  Core's open itself, with a
         ``util.posixfile`` wrapper to take its descriptor, cost 8 us a
-        file more (README, "The stream's own opens")."""
+        file more (README, "The stream's own opens").  Only for a name
+        relative to the vfs, and where no other extension wraps core's
+        open (``_corecall``)."""
         compat.audit(vfs, path, mode)
         directories = self.directories
         base = vfs.base
@@ -741,7 +753,7 @@ class ApplySession(sessionmod.Session):
         if not directories.known(base, dirname):
             directories.prepare(base, dirname, vfs.createmode)
         files = self.files
-        name = files.join(vfs, path)
+        name = vfs.join(path)
         start = util.timer() if self.timed else None
         remade = False
         while True:

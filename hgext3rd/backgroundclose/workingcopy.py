@@ -51,6 +51,9 @@ class WorkingCopyCloser(sessionmod.Session):
     def __init__(self, ui, expectedcount=-1):
         super().__init__(ui, expectedcount)
         self._seams = None
+        # core's own vfs.__call__, if update's files are opened here
+        # instead (_open_direct): no other extension wraps it
+        self._corecall = seams.core_s_own(vfsmod.vfs, '__call__')
 
     def __enter__(self):
         self._open_for_lane_if_background()
@@ -97,7 +100,13 @@ class WorkingCopyCloser(sessionmod.Session):
 
     def open(self, orig, vfs, path, mode, kwargs):
         """open a file update writes, its descriptor for the lane"""
-        if type(vfs) is vfsmod.vfs and _CORE_DEFAULTS.issuperset(kwargs):
+        if (
+            orig is self._corecall
+            and type(vfs) is vfsmod.vfs
+            and _CORE_DEFAULTS.issuperset(kwargs)
+            and not any(kwargs.values())
+            and path[:1] != b'/'
+        ):
             return self._open_direct(vfs, path, mode)
         joined = self.files.join(vfs, path)
         fp, fd = self.files.open_through(
@@ -117,7 +126,7 @@ class WorkingCopyCloser(sessionmod.Session):
         own opens")"""
         compat.audit(vfs, path, mode)
         files = self.files
-        name = files.join(vfs, path)
+        name = vfs.join(path)
         dirname, basename = util.split(name)
         if basename:  # else the open fails, as core's does
             try:
