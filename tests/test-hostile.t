@@ -103,6 +103,23 @@ names outright (v2 and v3; v1 has no cache files):
   exit 255
   r: as new
 
+An absolute cache name inside the cache itself passes core's audit, and
+the file is written there, as core writes it (the extension's own
+directory maker and opens take it as os.path.join does):
+
+  $ for format in v2 v3; do
+  >   craft $format real.hg inside.hg "c:$PWD/r/.hg/cache/sub/x"
+  >   apply inside.hg
+  >   cat r/.hg/cache/sub/x | wc -c | tr -d ' '
+  >   ls r/.hg/cache/sub
+  > done
+  exit 0
+  1
+  x
+  exit 0
+  1
+  x
+
 A NUL byte in a name: a clear abort naming the file (core: a ValueError
 traceback for v2 and v3).  Which call finds the NUL first depends on the
 Mercurial release:
