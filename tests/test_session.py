@@ -657,6 +657,37 @@ def test_another_extension_s_open_wrapper_sees_an_update_s_files(
 
 
 @needs_lane
+@pytest.mark.parametrize('seam', ['stream', 'update'])
+def test_another_extension_s_join_wrapper_names_the_own_files(
+    lanerepo, seam
+):
+    # a name is joined without a call to vfs.join only where it is core's
+    # alone
+    from mercurial import extensions, vfs as vfsmod
+
+    joined = []
+
+    def spy(orig, self, path, *insidef):
+        joined.append(path)
+        return orig(self, path, *insidef)
+
+    extensions.wrapfunction(vfsmod.vfs, 'join', spy)
+    try:
+        if seam == 'stream':
+            session = streamapply.ApplySession(lanerepo, b'v3')
+            kinds = write_stream_files(lanerepo, session, 3)
+            names = [b'data/f%d.i' % n for n in range(3)]
+        else:
+            kinds = [kind for kind, _wrapped in update_writes(
+                lanerepo, [(b'a', b'x'), (b'b/c', b'y')])]
+            names = [b'a', b'b/c']
+    finally:
+        extensions.unwrapfunction(vfsmod.vfs, 'join', spy)
+    assert kinds == [handover.DescriptorFile] * len(names)
+    assert [name for name in joined if name in names] == names
+
+
+@needs_lane
 def test_the_stream_s_own_opens_keep_core_s_audit(lanerepo, tmp_path):
     repo = lanerepo
     outside = tmp_path / 'outside'

@@ -54,6 +54,8 @@ class WorkingCopyCloser(sessionmod.Session):
         # core's own vfs.__call__, if update's files are opened here
         # instead (_open_direct): no other extension wraps it
         self._corecall = seams.core_s_own(vfsmod.vfs, '__call__')
+        # and vfs.join (see ApplySession._corejoin)
+        self._corejoin = seams.core_s_own(vfsmod.vfs, 'join') is not None
 
     def __enter__(self):
         self._open_for_lane_if_background()
@@ -126,7 +128,7 @@ class WorkingCopyCloser(sessionmod.Session):
         own opens")"""
         compat.audit(vfs, path, mode)
         files = self.files
-        name = vfs.join(path)
+        name = files.join(vfs, path) if self._corejoin else vfs.join(path)
         dirname, basename = util.split(name)
         if basename:  # else the open fails, as core's does
             try:
