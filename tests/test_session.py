@@ -628,7 +628,7 @@ def test_another_extension_s_open_wrapper_sees_the_stream_s_files(
         spied_vfs_call.wrap()
     session = streamapply.ApplySession(repo, b'v3')
     if wrapped == 'first':
-        assert session._corecall is None
+        assert session.files.corecall is None
     else:
         spied_vfs_call.wrap()
     write_stream_files(repo, session, 4)

@@ -47,7 +47,10 @@ import os
 import time
 import weakref
 
-from mercurial import util
+from mercurial import (
+    util,
+    vfs as vfsmod,
+)
 
 from . import (
     closer as closermod,
@@ -115,6 +118,15 @@ class OwnedFiles:
         self._direct = None
         # vfs -> what its join() puts before a relative name (prefix())
         self._prefixes = {}
+        # whether vfs.join is core's alone, so that a prefix stands for it
+        self._corejoin = seams.core_s_own(vfsmod.vfs, 'join') is not None
+        # core's own vfs.__call__, where a seam may open a file written
+        # from start to end itself (open_direct) instead: the C module is
+        # built, and no other extension wraps it (it would miss the file)
+        self.corecall = (
+            seams.core_s_own(vfsmod.vfs, '__call__') if self._native
+            else None
+        )
 
     def takes_descriptors(self):
         """whether files are opened for the lane now: only once closes go
@@ -206,10 +218,15 @@ class OwnedFiles:
 
     def join(self, vfs, path):
         """``vfs.join(path)``, without its call for the relative names
-        the seams open: each is the vfs's prefix and the name.  Were it
-        ever not what the vfs opens, posixfile() would only leave that
-        open to core."""
-        if not path or path[:1] in (b'/', b'\\') or b':' in path:
+        the seams open where no other extension wraps it (1.5 us a file):
+        each is the vfs's prefix and the name.  Were it ever not what the
+        vfs opens, posixfile() would only leave that open to core."""
+        if (
+            not self._corejoin
+            or not path
+            or path[:1] in (b'/', b'\\')
+            or b':' in path
+        ):
             return vfs.join(path)
         prefix = self._prefixes.get(vfs)
         if prefix is None:

@@ -197,18 +197,6 @@ class ApplySession(sessionmod.Session):
         self.writes = self.book.mine()['write']
         self.opens = self.book.mine()['open']  # timed for the report
         self.directories = directories.Directories(self.timed)
-        # core's own vfs.__call__, if the files the stream opens through
-        # the vfs are opened here instead (_open_direct): where the C
-        # module is built, and no other extension wraps it
-        self._corecall = (
-            seams.core_s_own(vfsmod.vfs, '__call__')
-            if self.files.writes_direct()
-            else None
-        )
-        # whether vfs.join is core's alone: a name is then joined with the
-        # prefix the vfs's join gave (OwnedFiles.join), not a call to it
-        # (1.5 us a file)
-        self._corejoin = seams.core_s_own(vfsmod.vfs, 'join') is not None
         # what the stream may write into, as it was: stream clones only go
         # into empty repositories, so this is a handful of entries
         self._before = {
@@ -686,7 +674,7 @@ class ApplySession(sessionmod.Session):
         core's open is told not to."""
         if (
             not kwargs
-            and orig is self._corecall
+            and orig is self.files.corecall
             and type(vfs) is vfsmod.vfs
             and path[:1] != b'/'
         ):
@@ -749,7 +737,7 @@ class ApplySession(sessionmod.Session):
         ``util.posixfile`` wrapper to take its descriptor, cost 8 us a
         file more (README, "The stream's own opens").  Only for a name
         relative to the vfs, and where no other extension wraps core's
-        open (``_corecall``)."""
+        open (``OwnedFiles.corecall``)."""
         compat.audit(vfs, path, mode)
         directories = self.directories
         base = vfs.base
@@ -757,7 +745,7 @@ class ApplySession(sessionmod.Session):
         if not directories.known(base, dirname):
             directories.prepare(base, dirname, vfs.createmode)
         files = self.files
-        name = files.join(vfs, path) if self._corejoin else vfs.join(path)
+        name = files.join(vfs, path)
         start = util.timer() if self.timed else None
         remade = False
         while True:

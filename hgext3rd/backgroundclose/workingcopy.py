@@ -51,11 +51,6 @@ class WorkingCopyCloser(sessionmod.Session):
     def __init__(self, ui, expectedcount=-1):
         super().__init__(ui, expectedcount)
         self._seams = None
-        # core's own vfs.__call__, if update's files are opened here
-        # instead (_open_direct): no other extension wraps it
-        self._corecall = seams.core_s_own(vfsmod.vfs, '__call__')
-        # and vfs.join (see ApplySession._corejoin)
-        self._corejoin = seams.core_s_own(vfsmod.vfs, 'join') is not None
 
     def __enter__(self):
         self._open_for_lane_if_background()
@@ -103,7 +98,7 @@ class WorkingCopyCloser(sessionmod.Session):
     def open(self, orig, vfs, path, mode, kwargs):
         """open a file update writes, its descriptor for the lane"""
         if (
-            orig is self._corecall
+            orig is self.files.corecall
             and type(vfs) is vfsmod.vfs
             and _CORE_DEFAULTS.issuperset(kwargs)
             and not any(kwargs.values())
@@ -128,7 +123,7 @@ class WorkingCopyCloser(sessionmod.Session):
         own opens")"""
         compat.audit(vfs, path, mode)
         files = self.files
-        name = files.join(vfs, path) if self._corejoin else vfs.join(path)
+        name = files.join(vfs, path)
         dirname, basename = util.split(name)
         if basename:  # else the open fails, as core's does
             try:
