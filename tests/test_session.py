@@ -984,13 +984,13 @@ def test_stream_v2_leaves_whole_skips_to_core_s_own_writer(
     rawvfs = repo.store.rawvfs
     left = (list(range(sample, sample + skip))
             + list(range(sample * 2 + skip, count)))
-    # core wrote exactly the skips' files, with the session's wrapper away
-    # (core prepared them alone: the session's wrapper prepared only the
-    # samples' files, below)
+    # core wrote exactly the skips' files, and prepared every file alone:
+    # with no writer thread, the session's prepare wrapper has nothing to
+    # do, and is never put in place
     assert [path for path, _core in core] == [
         rawvfs.join(b'data/f%d.i' % n) for n in left]
     assert [n for n, (_path, ascore) in zip(left, core) if not ascore] == []
-    assert len(prepared) == count - len(left)
+    assert prepared == []
     assert session.skipped == len(left)
     assert session.skipping == 0
     # the bytes of every file counted, those core wrote too (the apply
@@ -1054,6 +1054,79 @@ def test_a_journaled_stream_v2_registers_the_files_of_its_skips(
     assert session.skipped == 8
     assert core == []
     assert not [name for name, _data in files if repo.svfs.exists(name)]
+
+
+@needs_v2_writer
+def test_stream_v2_prepare_wrapper_in_place_once_the_session_s_writers_start(
+    repo_with, monkeypatch
+):
+    # opens wait: the session's writer threads write whole files from the
+    # third on (the policy's verdict, forced here), and make their
+    # directories too, which the prepare wrapper tells core are known
+    repo = repo_with([
+        (b'backgroundclosemaxthreadcount', b'4'),
+        (b'backgroundclosenative', b'yes'),
+        (b'backgroundclosethreshold', b'100000'),
+        (b'backgroundclosewrites', b'no'),
+    ])
+    count = 12
+    starts = []
+
+    def time_next(policy):
+        # the third file's open is timed, and found to wait
+        starts.append(len(starts))
+        return 'wall' if len(starts) == 3 else None
+
+    monkeypatch.setattr(policymod.WritePolicy, 'time_next', time_next)
+    monkeypatch.setattr(
+        policymod.WritePolicy, 'learn',
+        lambda policy, wall, cpu=None, blocked=None: setattr(
+            policy, 'deferring', True) or True,
+    )
+    sessions = sessions_made(monkeypatch)
+    prepared = prepares_of(monkeypatch)
+    files = [(b'data/d%d/f.i' % n, b'%d' % n) for n in range(count)]
+    v2_applied(repo, files)
+    session, = sessions
+    # from the fourth file on, each prepared through the session's wrapper
+    assert prepared == [name for name, _data in files[3:]]
+    # whose directories the writers made, not core on the reading thread
+    assert session.directories.created == count - 3
+    for name, data in files:
+        assert repo.svfs.read(name) == data
+    assert not session.closer.owned
+
+
+@needs_v2_writer
+@pytest.mark.parametrize('closes', ['background', 'inline'])
+def test_stream_v2_small_files_go_to_the_lane_with_their_bytes(
+    repo_with, monkeypatch, closes
+):
+    # closing on the lane, a file of one small chunk is handed over with
+    # its bytes, for the lane's thread to write; closing inline, each is
+    # written here
+    if closes == 'background' and not closermod.native_available():
+        pytest.skip('the C lane is not built here')
+    repo = repo_with([
+        (b'backgroundclose', b'yes' if closes == 'background' else b'no'),
+        (b'backgroundcloseminfilecount', b'0'),
+        (b'backgroundclosemaxthreadcount', b'4'),
+        (b'backgroundclosenative', b'yes'),
+        (b'backgroundclosethreshold', b'100000'),
+        (b'backgroundclosewrites', b'no'),
+    ])
+    handed = calls_of(monkeypatch, closermod.Closer, 'close')
+    files = v2_files(8)
+    v2_applied(repo, files)
+    names = {repo.svfs.join(name) for name, _data in files}
+    held = [args[2] for args in handed if args[1] in names]
+    assert len(held) == len(files)
+    if closes == 'background':
+        assert held == [data for _name, data in files]
+    else:
+        assert held == [None] * len(files)
+    for name, data in files:
+        assert repo.svfs.read(name) == data
 
 
 @needs_v2_writer

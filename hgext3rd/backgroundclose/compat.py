@@ -57,6 +57,15 @@ HAS_V2_REPORT = hasattr(streamclone, 'V2Report') and hasattr(
 )
 
 
+def parallel_stream_v2(ui):
+    """whether core's writer threads write stream v2 files
+    (worker.parallel-stream-bundle-processing, Mercurial 7.0 and later),
+    read as consumev2 reads it"""
+    return HAS_WRITE_FILES and ui.configbool(
+        b'worker', b'parallel-stream-bundle-processing'
+    )
+
+
 # A transaction's abort removes the files registered with it at offset 0
 # (Mercurial 6.6 and later).  Mercurial 6.5's abort truncates them instead,
 # opening each for appending, which makes a file removed meanwhile again,

@@ -132,6 +132,11 @@ class installed:
             raise
         return self
 
+    def in_place(self):
+        """whether ``install()`` put the wrappers in place and
+        ``remove()`` has not taken them away since"""
+        return bool(self._done)
+
     def remove(self):
         with _CHAINS:
             while self._done:

@@ -145,10 +145,25 @@ class ApplySession(sessionmod.Session):
         )
         super().__init__(
             ui, expectedcount, sample=1 if self.timed else closermod.SAMPLE,
-            openseam=_OPEN_SEAM if self.opens_through_vfs
-            else None if self.journaled
-            else _PREPARE_SEAM,
+            openseam=_OPEN_SEAM if self.opens_through_vfs else None,
         )
+        # stream v2 from 7.0 on, not journaled: the prepare wrapper has
+        # work only while the apply's files are written elsewhere than on
+        # the thread that reads the stream (core's writer threads, or the
+        # session's once opens wait), so it is put in place only then: on
+        # every file it costs about 3 us (journaled, it is in place for
+        # the whole apply: see session_seams)
+        self._prepareseam = None
+        self._parallelwriters = False
+        if (
+            not self.opens_through_vfs
+            and not self.journaled
+            and _PREPARE_SEAM is not None
+        ):
+            self._prepareseam = seams.installed(
+                seams.bound(self, [_PREPARE_SEAM])
+            )
+            self._parallelwriters = compat.parallel_stream_v2(ui)
         # the last file write_files began to open, or core's writer was at
         # when it failed (a lost descriptor is found by its name)
         self._opening = None
@@ -197,6 +212,13 @@ class ApplySession(sessionmod.Session):
         self.writes = self.book.mine()['write']
         self.opens = self.book.mine()['open']  # timed for the report
         self.directories = directories.Directories(self.timed)
+        # see _hold_limit(): the closer's queue length is fixed
+        self._decisions = self.closer.decisions
+        self._lanehold = (
+            handover.hold_limit(self.closer.maxqueue)
+            if self.closer.native
+            else 0
+        )
         # what the stream may write into, as it was: stream clones only go
         # into empty repositories, so this is a handful of entries
         self._before = {
@@ -568,8 +590,30 @@ class ApplySession(sessionmod.Session):
             self._start_writers()
         return fp
 
+    def wrap(self):
+        super().wrap()
+        if self._parallelwriters:
+            self.want_prepare()
+
+    def unwrap(self):
+        try:
+            super().unwrap()
+        finally:
+            if self._prepareseam is not None:
+                self._prepareseam.remove()
+
+    def want_prepare(self):
+        """stream v2 from 7.0 on: the prepare wrapper in place from now on,
+        if it is not (main thread only: it alone wraps and unwraps), and
+        never once the session has ended (nothing would take it away)"""
+        seam = self._prepareseam
+        if seam is not None and self.running and not seam.in_place():
+            seam.install()
+
     def _start_writers(self):
         """opens wait: whole files go to writer threads from now on"""
+        # their directories are told apart as core prepares each file
+        self.want_prepare()
         options = dict(self._writeroptions)
         options.update(policy=closermod.BACKGROUND, minfilecount=0)
         self.writers = closermod.Closer(
@@ -818,11 +862,13 @@ class ApplySession(sessionmod.Session):
 
     def _hold_limit(self):
         """the largest file the lane's thread writes (handover.hold_limit),
-        or 0: where the lane takes descriptors, and no writer threads hold
-        files' data meanwhile (their budget is the memory allowed)"""
-        if self.writers is not None or not self.files.takes_descriptors():
-            return 0
-        return handover.hold_limit(self.closer.maxqueue)
+        or 0: where the lane takes descriptors (``OwnedFiles.
+        takes_descriptors``), and no writer threads hold files' data
+        meanwhile (their budget is the memory allowed).  Asked once a
+        file: write_files reads the same two attributes inline."""
+        if self.writers is None and self._decisions.background:
+            return self._lanehold
+        return 0
 
     def stream_directory(self, vfs, path, known_directories):
         """stream v2 from Mercurial 7.0 on, writers running: the parent
@@ -857,14 +903,16 @@ class ApplySession(sessionmod.Session):
         holds nothing, so that its bytes land in core's order."""
         mode = 0o777 if mode is None else mode  # os.open's default
         closer = self.closer
+        owned = closer.owned
+        openowned = closermod.open_owned  # not closer's: a call fewer
         try:
             if holdmost:
                 try:
                     flags = _OPEN_FLAGS | os.O_EXCL
-                    return closer.open_owned(path, flags, mode), holdmost
+                    return openowned(path, flags, owned, mode), holdmost
                 except FileExistsError:
                     closer.wait()
-            return closer.open_owned(path, _OPEN_FLAGS, mode), 0
+            return openowned(path, _OPEN_FLAGS, owned, mode), 0
         except (OSError, ValueError) as exc:  # ValueError: NUL byte
             raise closermod.FileError(path, exc, 'opening') from exc
 
@@ -936,6 +984,8 @@ class ApplySession(sessionmod.Session):
         writepolicy = self.writepolicy
         streamdirs = self._streamdirs
         streamnames = self._streamnames
+        decisions = self._decisions
+        lanehold = self._lanehold
         # a skip hands core's writer the rest of this very iterator
         info = iter(info)
 
@@ -985,13 +1035,18 @@ class ApplySession(sessionmod.Session):
                 cpustart, blockstart = _thread_time(), _blocked()
             self._opening = path
             fd = None
-            start = clock()
+            if timed or timing is not None:
+                start = clock()
             try:
                 # a small file in one chunk of bytes goes to the lane with
                 # its descriptor, for its thread to write (as a
-                # DescriptorFile does); on the main thread only
+                # DescriptorFile does); on the main thread only.  What
+                # _hold_limit() says, without its call: this runs for
+                # every file
                 fd, holdmost = self._open_streamed(
-                    path, mode, self._hold_limit() if onmain else 0
+                    path, mode,
+                    lanehold if onmain and self.writers is None
+                    and decisions.background else 0,
                 )
                 # in the owned set now: release() finds it there, and a
                 # search by name could find it queued on the closer later
@@ -1399,12 +1454,12 @@ def prepare_streamed_file(
     directory once on this path (its known_directories), so its mkdir
     calls are left as they are, unless writer threads write the files
     (ApplySession.stream_directory)."""
-    if session.leaving or not session.running:
-        # taken away while files are left to core (but journaled): a chain
-        # of another extension's that still holds it passes the file on
+    if not session.running:
+        # a chain of another extension's that still holds it passes the
+        # file on
         return orig(self, path, known_directories, **kwargs)
-    # this runs for every file: only the calls that have something to do
-    # (each costs the apply about 1% of core's time)
+    # this runs for every file once in place: only the calls that have
+    # something to do (each costs the apply about 1% of core's time)
     journaled = session.journaled
     if journaled:
         session.check_name(self, path)
@@ -1472,8 +1527,9 @@ _SESSION_SEAMS = [
     if compat.HAS_V2_REPORT
     else None,
 ]
-# stream v2 from 7.0 on: the session's own files (taken away during skips;
-# journaled, in place for the whole apply: see session_seams)
+# stream v2 from 7.0 on: journaled, in place for the whole apply (see
+# session_seams); otherwise once files are written off the reading thread
+# (ApplySession.want_prepare)
 _PREPARE_SEAM = (
     (vfsmod.abstractvfs, 'prepare_streamed_file', prepare_streamed_file)
     if compat.HAS_PREPARE_STREAMED_FILE
