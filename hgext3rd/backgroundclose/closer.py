@@ -429,8 +429,12 @@ class Closer:
         # hand-overs to the C lane that need no decision of the policy, left
         # before the next one that does, and how many were granted: those
         # go straight to the lane, untimed, and are counted by the next
-        # file that asks (owner thread only; none while a report times
-        # every hand-over, nor once another thread submitted too)
+        # file that asks (owner thread only; none once another thread
+        # submitted too).  Granted while a report times every file as
+        # well: such a hand-over never waits for room (the one before it
+        # left some, and no other thread submits), so what it costs the
+        # writer is one C call, and the waits the report shows are all
+        # timed by the files that ask (a full lane ends the run)
         self._routine = 0
         self._routinegranted = 0
         # the last run ended early, on a full lane: the next file's wait
@@ -853,7 +857,7 @@ class Closer:
                 return _PROBE
             self._account_locked(routine + 1)
             granted = 0
-            if owner and not self._shared and policy.sample > 1:
+            if owner and not self._shared:
                 granted = policy.routine_handovers()
         # from here on, the lane may hold failures to raise
         self._laneused = True

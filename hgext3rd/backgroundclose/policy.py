@@ -29,10 +29,10 @@ The three policies:
   writer no more than handing a file over did meanwhile: the hand-over is
   timed too (the queue's lock, and waiting for room when the threads fall
   behind, as closes that burn CPU on few cores make them; on the C lane,
-  unless a report times every file, one hand-over a sizing window, which
-  stands for the files handed over without asking since).  Closes sent
-  back inline that way try the background again after ``PROBE_FIRST``
-  slow closes, then twice as many each time that does not pay either.
+  one hand-over a sizing window, which stands for the files handed over
+  without asking since).  Closes sent back inline that way try the
+  background again after ``PROBE_FIRST`` slow closes, then twice as many
+  each time that does not pay either.
 
 Sizing, in background mode: at every ``window`` submissions, as many
 threads as keep the submitter from waiting (close latency divided by the
