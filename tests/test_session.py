@@ -267,14 +267,22 @@ def sample_skip_sample(repo, fmt):
     return session, sample, skip, count
 
 
-@pytest.mark.parametrize('fmt', [b'v1', b'v3'], ids=['v1', 'v3'])
+@pytest.mark.parametrize(
+    'fmt, foreign',
+    [(b'v1', True), (b'v3', False), (b'v3', True)],
+    ids=['v1, another wrapper', 'v3', 'v3, another wrapper'],
+)
 def test_a_stream_apply_leaves_files_to_core_while_closes_are_cheap(
-    cheap_closes_repo, fmt
+    cheap_closes_repo, spied_vfs_call, fmt, foreign
 ):
     # stream v1 opens with backgroundclose=True: core's close of a file
-    # left to it comes back to the session, which counts its bytes
+    # left to it comes back to the session, which counts its bytes.  It
+    # leaves files to core only where it cannot open them itself: another
+    # extension wraps core's open (or the C module is not built)
     options = {'backgroundclose': True} if fmt == b'v1' else {}
     repo = cheap_closes_repo
+    if foreign:
+        spied_vfs_call.wrap()
     session, sample, skip, count = sample_skip_sample(repo, fmt)
     wrapped = []
     kinds = write_stream_files(
@@ -283,10 +291,11 @@ def test_a_stream_apply_leaves_files_to_core_while_closes_are_cheap(
     )
     # a sample is the session's own file, opened without core's open (no
     # util.posixfile wrapper to put back for each sample); core's file
-    # behind the session's proxy where the C module is not built
+    # behind the session's proxy where the C module is not built, or where
+    # another extension's wrapper keeps the session from opening it itself
     own = (
         handover.DescriptorFile
-        if session.files.writes_direct()
+        if session.files.writes_direct() and not foreign
         else handover.HandedOverFile
     )
     assert kinds[:sample] == [own] * sample
@@ -299,6 +308,32 @@ def test_a_stream_apply_leaves_files_to_core_while_closes_are_cheap(
     assert wrapped == [True] * sample + [False] * skip + [True] * sample
     assert not wraps_open()
     # core's files are whole and closed
+    assert repo.svfs.read(b'data/f%d.i' % (count - 1)) == b'%d' % (count - 1)
+
+
+def test_a_stream_v1_apply_opens_every_file_itself_where_it_can(
+    cheap_closes_repo,
+):
+    # core's path for a v1 file left to it (backgroundclose=True, core's
+    # delayclosedfile, the close back through the session) costs more than
+    # the session's direct open: no file is left to core, and nothing
+    # counts files for skips
+    if not closermod.native_available():
+        pytest.skip('the C module is not built here: v1 leaves files to '
+                    'core (test above)')
+    repo = cheap_closes_repo
+    session, sample, skip, count = sample_skip_sample(repo, b'v1')
+    assert session.files.corecall is not None
+    assert not session.may_ever_skip()
+    assert not any(
+        getattr(seam, '__name__', None) == 'filechunkiter'
+        for _c, _n, seam in filter(
+            None, streamapply.session_seams(session, repo)
+        )
+    )
+    kinds = write_stream_files(repo, session, count, backgroundclose=True)
+    assert kinds == [handover.DescriptorFile] * count
+    assert session.skipped == 0
     assert repo.svfs.read(b'data/f%d.i' % (count - 1)) == b'%d' % (count - 1)
 
 

@@ -422,8 +422,16 @@ class ApplySession(sessionmod.Session):
             )
 
     def may_ever_skip(self):
-        """whether files may ever be left to core (see _leaves_files)"""
-        return not self.timed and self.closer.policy == policymod.ADAPTIVE
+        """whether files may ever be left to core (see _leaves_files).
+        Never stream v1's where the session opens files itself
+        (``_open_direct``): core opens each with ``backgroundclose=True``,
+        through its delayclosedfile, and closes it through the session's
+        closer (close_core_file), which costs more than the session's own
+        path: a 20,010-file apply took 1.06 s with files left to core,
+        1.00 s without (core 0.99 s)."""
+        if self.timed or self.closer.policy != policymod.ADAPTIVE:
+            return False
+        return self.format != b'v1' or self.files.corecall is None
 
     def may_skip(self):
         """whether files may be left to core (``_leaves_files``), and:
