@@ -355,6 +355,33 @@ def test_sampled_closer_times_few_cheap_closes_and_counts_all():
     assert closer.mode == closermod.INLINE
 
 
+def test_a_report_times_every_close_and_the_policy_still_samples():
+    # timeall (a report is shown): each inline close's time is in the
+    # stats, exactly; the policy learns from one close in SAMPLE, as it
+    # would without a report
+    clock = FakeClock()
+    close, closed = timed_files(clock, lambda t: 2e-6 * (1 + t % 3))
+    closer = Closer(
+        clock=clock, closefn=close, fdroom=None, sample=closermod.SAMPLE,
+        timeall=True,
+    )
+    learned = []
+    learn = closer.decisions.learn_inline
+    closer.decisions.learn_inline = lambda d: learned.append(d) or learn(d)
+    with closer:
+        for target in range(4000):
+            clock.advance(50e-6)
+            closer.close(target)
+    stat = closer.stats()['close']
+    assert stat.count == 4000
+    assert stat.seconds == pytest.approx(
+        sum(2e-6 * (1 + t % 3) for t in range(4000))
+    )
+    assert stat.max == pytest.approx(6e-6)
+    assert 0 < len(learned) <= 4000 // closermod.SAMPLE + 1
+    assert closer.mode == closermod.INLINE
+
+
 def test_sampled_closer_still_finds_slow_closes_within_a_few_dozen():
     closer, closed = close_sampled(FakeClock(), 700e-6, 60)
     with closer:

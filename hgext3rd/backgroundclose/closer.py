@@ -405,6 +405,7 @@ class Closer:
         native=False,
         owned=None,
         sample=1,
+        timeall=False,
     ):
         if maxqueue < 1:
             raise ValueError('maxqueue must be positive')
@@ -426,6 +427,10 @@ class Closer:
         # (owner thread only)
         self._untimed = 0
         self._untimedcount = 0
+        # a report shows every close's time: the inline closes the policy
+        # does not sample are timed all the same, for the stats book only
+        # (the policy decides as it would without a report)
+        self._timeall = timeall
         # hand-overs to the C lane that need no decision of the policy, left
         # before the next one that does, and how many were granted: those
         # go straight to the lane, untimed, and are counted by the next
@@ -530,8 +535,8 @@ class Closer:
 
     def stats(self):
         """merged statistics: ``close`` (time submitters spent closing or
-        waiting; the inline closes not sampled and the hand-overs made
-        without asking are counted, not timed) and
+        waiting; the inline closes not sampled, unless ``timeall``, and the
+        hand-overs made without asking are counted, not timed) and
         ``close-background`` (time spent on worker threads)"""
         merged = self._book.merged()
         merged['close'].count += self._untimedcount
@@ -664,13 +669,16 @@ class Closer:
             # inline and not sampled: the path most files of a fast file
             # system take, so the shortest one
             self._untimed -= 1
-            self._untimedcount += 1
-            try:
-                self._closefn(target)
-            except FileError:
-                raise  # a FileWrite's own, which says what failed
-            except Exception as exc:
-                raise FileError(name, exc) from exc
+            if self._timeall:
+                self._close_timed(target, name)
+            else:
+                self._untimedcount += 1
+                try:
+                    self._closefn(target)
+                except FileError:
+                    raise  # a FileWrite's own, which says what failed
+                except Exception as exc:
+                    raise FileError(name, exc) from exc
         else:
             if data is not None:
                 self._write_here(target, name, data)
@@ -794,6 +802,21 @@ class Closer:
         if self._policy.policy == ADAPTIVE:
             # unlocked: a race between two submitters only blurs it
             self._policy.learn_handover(duration, files)
+
+    def _close_timed(self, target, name):
+        """close ``target`` inline, not sampled by the policy, timed for a
+        report (``timeall``)"""
+        stat = self._book.mine()['close']
+        clock = self._clock
+        start = clock()
+        try:
+            self._closefn(target)
+        except Exception as exc:
+            stat.add(clock() - start)
+            if isinstance(exc, FileError):
+                raise  # a FileWrite's own, which says what failed
+            raise FileError(name, exc) from exc
+        stat.add(clock() - start)
 
     def _close_inline(self, target, name, start, probing):
         """close ``target`` on this thread, timed from ``start``; a probe

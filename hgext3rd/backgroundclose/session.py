@@ -76,7 +76,7 @@ class Session:
     DOUBLINGS = 3
 
     def __init__(self, ui, expectedcount=-1, sample=closermod.SAMPLE,
-                 tracknames=False, openseam=None):
+                 tracknames=False, openseam=None, timeall=False):
         self.ui = ui
         self.closer = closermod.Closer(
             expectedcount=expectedcount,
@@ -86,6 +86,7 @@ class Session:
             # at the wrong moment could leak, closed when the session fails
             owned=set(),
             sample=sample,
+            timeall=timeall,
             **settings.closer_options(ui)
         )
         self.files = handover.OwnedFiles(self.closer)

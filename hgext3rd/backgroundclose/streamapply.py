@@ -144,8 +144,9 @@ class ApplySession(sessionmod.Session):
             or self._collector is not None
         )
         super().__init__(
-            ui, expectedcount, sample=1 if self.timed else closermod.SAMPLE,
+            ui, expectedcount,
             openseam=_OPEN_SEAM if self.opens_through_vfs else None,
+            timeall=self.timed,
         )
         # stream v2 from 7.0 on, not journaled: the prepare wrapper has
         # work only while the apply's files are written elsewhere than on
