@@ -1098,6 +1098,9 @@ def test_stream_v2_prepare_wrapper_in_place_once_the_session_s_writers_start(
     # opens wait: the session's writer threads write whole files from the
     # third on (the policy's verdict, forced here), and make their
     # directories too, which the prepare wrapper tells core are known
+    from mercurial import vfs as vfsmod
+
+    core_s_prepare = vfsmod.abstractvfs.prepare_streamed_file
     repo = repo_with([
         (b'backgroundclosemaxthreadcount', b'4'),
         (b'backgroundclosenative', b'yes'),
@@ -1130,6 +1133,7 @@ def test_stream_v2_prepare_wrapper_in_place_once_the_session_s_writers_start(
     for name, data in files:
         assert repo.svfs.read(name) == data
     assert not session.closer.owned
+    assert vfsmod.abstractvfs.prepare_streamed_file is core_s_prepare
 
 
 @needs_v2_writer
@@ -1171,6 +1175,9 @@ def test_stream_v2_leaves_no_file_to_core_on_core_s_writer_threads(
     # worker.parallel-stream-bundle-processing: core's writer threads
     # write the files; prepare_streamed_file, on the reading thread, must
     # stop reading at their first failure, so skips nothing either
+    from mercurial import vfs as vfsmod
+
+    core_s_prepare = vfsmod.abstractvfs.prepare_streamed_file
     repo = cheap_closes_repo
     repo.ui.setconfig(b'worker', b'parallel-stream-bundle-processing',
                       b'yes', b'test')
@@ -1193,6 +1200,7 @@ def test_stream_v2_leaves_no_file_to_core_on_core_s_writer_threads(
     # (the first few may be prepared before a thread began)
     assert count - 8 <= len(failures) <= count
     assert repo.svfs.read(b'data/f%d.i' % (count - 1)) == b'%d' % (count - 1)
+    assert vfsmod.abstractvfs.prepare_streamed_file is core_s_prepare
 
 
 @needs_v2_writer
@@ -1271,12 +1279,12 @@ def raised_in(module, exc, ofp=None, function='fail', path=None):
 
 def prepares_of(monkeypatch):
     """the paths the session's prepare_streamed_file wrapper prepares from
-    now on (stream v2 from 7.0 on; none while it is taken away)"""
+    now on (stream v2 from 7.0 on; none while it is not in place)"""
     calls = []
     owner, name, wrapper = streamapply._PREPARE_SEAM
 
     def counted(session, orig, vfs, path, known_directories, **kwargs):
-        if session.running and not session.leaving:
+        if session.running:
             calls.append(path)
         return wrapper(session, orig, vfs, path, known_directories, **kwargs)
 

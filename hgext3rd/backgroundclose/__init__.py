@@ -33,7 +33,8 @@ its closes to one closer:
 - while closes and opens are measured cheap and no timing report is
   asked for, most files are written and closed as core does it and only a
   sample goes through the closer, so that a fast file system pays next to
-  nothing;
+  nothing (a v1 stream's files take the extension's own path there, which
+  costs no more than core's, where its C part is built);
 - at no time are more than ``worker.backgroundclosemaxqueue`` files waiting
   to be closed (fewer if the process's descriptor limit is low);
 - where the system refuses to start a thread (a process limit in a

@@ -435,11 +435,12 @@ class Closer:
         # before the next one that does, and how many were granted: those
         # go straight to the lane, untimed, and are counted by the next
         # file that asks (owner thread only; none once another thread
-        # submitted too).  Granted while a report times every file as
-        # well: such a hand-over never waits for room (the one before it
-        # left some, and no other thread submits), so what it costs the
-        # writer is one C call, and the waits the report shows are all
-        # timed by the files that ask (a full lane ends the run)
+        # submitted too, which also ends a run granted before).  Granted
+        # while a report times every file as well: such a hand-over never
+        # waits for room (the one before it left some, and no other thread
+        # submits), so what it costs the writer is one C call, and the
+        # waits the report shows are all timed by the files that ask (a
+        # full lane ends the run)
         self._routine = 0
         self._routinegranted = 0
         # the last run ended early, on a full lane: the next file's wait
@@ -625,6 +626,7 @@ class Closer:
             self._routine
             and type(target) is int
             and not self._stopping
+            and not self._shared
             and threading.get_ident() == self._owner
         ):
             # most descriptors handed to the C lane: nothing to decide, so
@@ -794,11 +796,13 @@ class Closer:
         if cut:
             self._routinecut = True
 
-    def _handed(self, duration, files=1):
+    def _handed(self, duration, files=1, spent=None):
         """a file was handed over in ``duration`` seconds: what background
         closing cost the submitter.  It stands for ``files`` hand-overs,
-        those made without asking since (counted, not timed)."""
-        self._book.mine()['close'].add(duration)
+        those made without asking since (counted, not timed).  ``spent``,
+        if given, is what the stats book records instead: the whole of
+        close(), where ``duration`` is only the part the policy weighs."""
+        self._book.mine()['close'].add(duration if spent is None else spent)
         if self._policy.policy == ADAPTIVE:
             # unlocked: a race between two submitters only blurs it
             self._policy.learn_handover(duration, files)
@@ -897,10 +901,14 @@ class Closer:
             # the lane stopped meanwhile (finish() on another thread)
             return _INLINE
         # a file that stands for a run of hand-overs is timed around the
-        # submit alone: the window's sizing above may start a thread, which
-        # would weigh as much as the whole run.  One on its own is timed
-        # from the start of close(), as every file is when each asks.
-        self._handed(self._clock() - (began if stands > 1 else start), stands)
+        # submit alone for the policy: the window's sizing above may start
+        # a thread, which would weigh as much as the whole run.  One on
+        # its own is timed from the start of close(), as every file is
+        # when each asks.  The stats (a report) get the whole of close().
+        end = self._clock()
+        self._handed(
+            end - (began if stands > 1 else start), stands, end - start
+        )
         if granted and not full:
             # the count first: an interrupt in between grants nothing (the
             # fast path also refuses once the closer is stopping)

@@ -44,10 +44,11 @@ thread's CPU time.  When most of a close is CPU (an antivirus scan, not a
 network round trip), threads beyond the number of cores only take turns at
 the same cores, so the pool stops at the core count.
 
-Where nothing but the policy needs the time of every close (no report is
-shown), only one inline close in ``sample`` is timed while closes are
-cheap, as timing costs each close more than closing a file on a fast local
-disk; once the estimate is a quarter of the threshold, every close is.
+Only one inline close in ``sample`` is timed for the policy while closes
+are cheap, as timing costs each close more than closing a file on a fast
+local disk; once the estimate is a quarter of the threshold, every close
+is.  (A shown report times the others too, for itself: the closer's
+``timeall``.)
 
 So few files that threads are not worth starting (``expectedcount`` below
 ``minfilecount``, core's meaning of backgroundcloseminfilecount) are closed

@@ -134,7 +134,9 @@ class installed:
 
     def in_place(self):
         """whether ``install()`` put the wrappers in place and
-        ``remove()`` has not taken them away since"""
+        ``remove()`` has not taken them away since (a ``remove()`` cut
+        short by an interrupt may leave this saying so of a wrapper it
+        already took away: only when the session is ending anyway)"""
         return bool(self._done)
 
     def remove(self):

@@ -54,11 +54,10 @@ class Session:
     core.  (A stream's files are opened once each; a changegroup step
     counts revlogs, each opened two or three times, more when split.)
 
-    A session given an ``openseam``, the wrapper its own files open or
-    are prepared through (``vfs.__call__``; stream v2 from Mercurial 7.0
-    on, not journaled, ``vfs.prepare_streamed_file``), puts it in place
-    itself (``wrap()``) and takes it away for the length of a skip: the
-    files left to core then open through core alone.  The seam's session
+    A session given an ``openseam``, the wrapper its own files open
+    through (``vfs.__call__``), puts it in place itself (``wrap()``) and
+    takes it away for the length of a skip: the files left to core then
+    open through core alone.  The seam's session
     ends the skip with ``skip_ends()``: once it counted them on a call
     core makes once a file, or once core's stream v2 writer, handed the
     skip's files, returns.  Taking a wrapper away rebuilds the chain of any wrapper

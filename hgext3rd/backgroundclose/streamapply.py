@@ -38,8 +38,11 @@ then opened and written by core alone (and closed, but for stream v1's,
 whose closes come back to the session): the ``vfs.__call__`` wrapper is
 taken away for the length of a skip.  Each consumer copies a
 file with ``util.filechunkiter(stream, limit=size)`` right after opening
-it, which the session wraps for the whole apply: there it counts the files
-left to core and ends the skip (``core_opened``).  Their bytes are counted
+it, which the session wraps for the whole apply where it may skip: there
+it counts the files left to core and ends the skip (``core_opened``).
+Stream v1 skips only where the session cannot open its files itself
+(``may_ever_skip``): core's path for a v1 file, opened with
+``backgroundclose=True``, costs more than the session's own.  Their bytes are counted
 for the check against the stream's declared total: stream v1 hands their
 closes back to the session, which counts them there; stream v2 declares
 each file's size as it asks ``filechunkiter`` for that many bytes (the
@@ -48,13 +51,14 @@ inside it).
 
 Stream v2 from 7.0 on hands a skip's files to core's own ``_write_files``,
 which takes them one at a time from the same iterator
-(``_leave_to_core``): the ``prepare_streamed_file`` wrapper is taken away
-for the length of the skip, so core prepares and writes them alone.  Their
-bytes are what core's own report (``V2Report``, seen by the
+(``_leave_to_core``), so core prepares and writes them alone: the
+``prepare_streamed_file`` wrapper is only in place once files are written
+off the reading thread (``want_prepare``), and skips end before that.
+Their bytes are what core's own report (``V2Report``, seen by the
 ``_v2_parse_files`` wrapper) counted meanwhile.  Journaled, the session
 writes a skip's files itself as core would (``_write_as_core``), to
 register each once it opened it, and its ``prepare_streamed_file``
-wrapper stays.
+wrapper is in place for the whole apply.
 
 Parent directories of the files opened through the vfs are made by the
 session, each once (directories.py), which spares core's repeated attempts
@@ -621,8 +625,6 @@ class ApplySession(sessionmod.Session):
 
     def _start_writers(self):
         """opens wait: whole files go to writer threads from now on"""
-        # their directories are told apart as core prepares each file
-        self.want_prepare()
         options = dict(self._writeroptions)
         options.update(policy=closermod.BACKGROUND, minfilecount=0)
         self.writers = closermod.Closer(
@@ -633,6 +635,9 @@ class ApplySession(sessionmod.Session):
             # no thread could be started: write here, as before, for good
             self.writepolicy.deferring = False
             self.writepolicy.mode = policymod.INLINE
+            return
+        # their directories are told apart as core prepares each file
+        self.want_prepare()
 
     def _defer(self, orig, vfs, path, mode, kwargs):
         """a DeferredFile for ``path``, audited here and written whole by
@@ -1122,8 +1127,9 @@ class ApplySession(sessionmod.Session):
         """closes are cheap: the skip's files go to core's own
         ``writefiles``, ``first`` (already read) and as many more as are
         left to core, taken from ``info`` one at a time, and not one more.
-        Core prepared them (prepare_streamed_file taken away) and writes
-        them; what core's report counted meanwhile is their bytes.  A file
+        Core prepared them (the session's prepare_streamed_file wrapper
+        not in place) and writes them; what core's report counted meanwhile
+        is their bytes.  A file
         that fails there is named by core_file_abort()."""
         # the stream's files left: never more than it declared (at least
         # the one read, should a wrapper of another extension's add more)
