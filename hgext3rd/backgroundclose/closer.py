@@ -672,7 +672,10 @@ class Closer:
             # system take, so the shortest one
             self._untimed -= 1
             if self._timeall:
-                self._close_timed(target, name)
+                # not sampled by the policy, timed for a report
+                self._close_timed(
+                    target, name, self._book.mine()['close'], self._clock()
+                )
             else:
                 self._untimedcount += 1
                 try:
@@ -807,20 +810,19 @@ class Closer:
             # unlocked: a race between two submitters only blurs it
             self._policy.learn_handover(duration, files)
 
-    def _close_timed(self, target, name):
-        """close ``target`` inline, not sampled by the policy, timed for a
-        report (``timeall``)"""
-        stat = self._book.mine()['close']
-        clock = self._clock
-        start = clock()
+    def _close_timed(self, target, name, stat, start):
+        """close ``target`` on this thread, its time from ``start`` added
+        to ``stat`` whether it fails or not: when it ended"""
         try:
             self._closefn(target)
         except Exception as exc:
-            stat.add(clock() - start)
+            stat.add(self._clock() - start)
             if isinstance(exc, FileError):
                 raise  # a FileWrite's own, which says what failed
             raise FileError(name, exc) from exc
-        stat.add(clock() - start)
+        end = self._clock()
+        stat.add(end - start)
+        return end
 
     def _close_inline(self, target, name, start, probing):
         """close ``target`` on this thread, timed from ``start``; a probe
@@ -838,16 +840,7 @@ class Closer:
         # call above in it, cheap closes on a busy machine would measure
         # slow enough to switch on their own
         closestart = clock()
-        try:
-            self._closefn(target)
-        except Exception as exc:
-            stat.add(clock() - start)
-            if isinstance(exc, FileError):
-                raise  # a FileWrite's own, which says what failed
-            raise FileError(name, exc) from exc
-        end = clock()
-        duration = end - closestart
-        stat.add(end - start)
+        duration = self._close_timed(target, name, stat, start) - closestart
         if mark is not None:
             policy.learn_cpu(duration, cpu_demand(mark, duration))
         if probing:
