@@ -28,6 +28,7 @@ with the file count more with the extension than without).
 """
 
 import argparse
+import errno
 import os
 import random
 import resource
@@ -151,7 +152,16 @@ def soak(args, work, env):
                 # core reports its rollback before the abort line
                 if lines[:2] == ['transaction abort!', 'rollback completed']:
                     lines = lines[2:]
-            if len(lines) != 1 or not lines[0].startswith('abort: error '):
+            expected = lines[:1] and lines[0].startswith('abort: error ')
+            if how in ('cg', 'cg-append') and fail:
+                # a revlog left to core while closes are cheap (no wrapper
+                # on its open or close) fails with core's message, which
+                # names no file, as it does without the extension
+                strerror = os.strerror(
+                    getattr(errno, runenv['SLOWCLOSE_ERRNO'])
+                )
+                expected = expected or lines == ['abort: %s' % strerror]
+            if len(lines) != 1 or not expected:
                 problems.append('unexpected message')
             if how == 'clone':
                 if os.path.exists(dest):
