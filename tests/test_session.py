@@ -1093,7 +1093,7 @@ def test_a_journaled_stream_v2_registers_the_files_of_its_skips(
 
 @needs_v2_writer
 def test_stream_v2_prepare_wrapper_in_place_once_the_session_s_writers_start(
-    repo_with, monkeypatch
+    cheap_closes_repo, monkeypatch
 ):
     # opens wait: the session's writer threads write whole files from the
     # third on (the policy's verdict, forced here), and make their
@@ -1101,12 +1101,7 @@ def test_stream_v2_prepare_wrapper_in_place_once_the_session_s_writers_start(
     from mercurial import vfs as vfsmod
 
     core_s_prepare = vfsmod.abstractvfs.prepare_streamed_file
-    repo = repo_with([
-        (b'backgroundclosemaxthreadcount', b'4'),
-        (b'backgroundclosenative', b'yes'),
-        (b'backgroundclosethreshold', b'100000'),
-        (b'backgroundclosewrites', b'no'),
-    ])
+    repo = cheap_closes_repo
     count = 12
     starts = []
 
