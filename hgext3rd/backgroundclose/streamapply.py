@@ -42,11 +42,11 @@ it, which the session wraps for the whole apply where it may skip: there
 it counts the files left to core and ends the skip (``core_opened``).
 Stream v1 skips only where the session cannot open its files itself
 (``may_ever_skip``): core's path for a v1 file, opened with
-``backgroundclose=True``, costs more than the session's own.  Their bytes are counted
-for the check against the stream's declared total: stream v1 hands their
-closes back to the session, which counts them there; stream v2 declares
-each file's size as it asks ``filechunkiter`` for that many bytes (the
-last file's chunks are counted as they are copied: the stream may end
+``backgroundclose=True``, costs more than the session's own.  Their bytes
+are counted for the check against the stream's declared total: stream v1
+hands their closes back to the session, which counts them there; stream v2
+declares each file's size as it asks ``filechunkiter`` for that many bytes
+(the last file's chunks are counted as they are copied: the stream may end
 inside it).
 
 Stream v2 from 7.0 on hands a skip's files to core's own ``_write_files``,
@@ -155,9 +155,9 @@ class ApplySession(sessionmod.Session):
         # stream v2 from 7.0 on, not journaled: the prepare wrapper has
         # work only while the apply's files are written elsewhere than on
         # the thread that reads the stream (core's writer threads, or the
-        # session's once opens wait), so it is put in place only then: on
-        # every file it costs about 3 us (journaled, it is in place for
-        # the whole apply: see session_seams)
+        # session's once opens wait), so it is put in place only then, not
+        # to cost every file a call (journaled, it is in place for the
+        # whole apply: see session_seams)
         self._prepareseam = None
         self._parallelwriters = False
         if (
@@ -432,8 +432,8 @@ class ApplySession(sessionmod.Session):
         (``_open_direct``): core opens each with ``backgroundclose=True``,
         through its delayclosedfile, and closes it through the session's
         closer (close_core_file), which costs more than the session's own
-        path: a 20,010-file apply took 1.06 s with files left to core,
-        1.00 s without (core 0.99 s)."""
+        path (README, "What a report, v1's skips and v2's prepare wrapper
+        cost")."""
         if self.timed or self.closer.policy != policymod.ADAPTIVE:
             return False
         return self.format != b'v1' or self.files.corecall is None
