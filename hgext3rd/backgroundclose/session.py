@@ -74,8 +74,8 @@ class Session:
     # 257 once skips are 8,192
     DOUBLINGS = 3
 
-    def __init__(self, ui, expectedcount=-1, sample=closermod.SAMPLE,
-                 tracknames=False, openseam=None, timeall=False):
+    def __init__(self, ui, expectedcount=-1, tracknames=False,
+                 openseam=None, timeall=False):
         self.ui = ui
         self.closer = closermod.Closer(
             expectedcount=expectedcount,
@@ -84,7 +84,7 @@ class Session:
             # descriptors opened and not handed over yet: what an interrupt
             # at the wrong moment could leak, closed when the session fails
             owned=set(),
-            sample=sample,
+            sample=closermod.SAMPLE,
             timeall=timeall,
             **settings.closer_options(ui)
         )
