@@ -524,3 +524,213 @@ def test_an_interrupt_in_the_vfs_after_the_open_closes_it_once(
     assert closes == [fd]
     assert is_open(fd)
     other.close()
+
+
+# a changegroup's revlogs: files that hand their descriptor over themselves
+
+
+@pytest.fixture
+def revlogs(tmp_path):
+    """an object whose ``open(name, mode)`` opens ``name`` through a real
+    vfs for a closer on the lane, as a changegroup's revlogs are
+    (``open_through(handing=...)``); ``onclose``: the names whose close
+    called back.  The closer is finished afterwards."""
+
+    class Revlogs:
+        closer = closermod.Closer(
+            policy=closermod.BACKGROUND, native=True, owned=set(),
+            fdroom=None,
+        )
+        files = handover.OwnedFiles(closer)
+        vfs = vfsmod.vfs(os.fsencode(str(tmp_path)))
+        onclose = []
+
+        def open(self, name, mode=b'w+'):
+            fp, fd = self.files.open_through(
+                vfsmod.vfs.__call__, self.vfs, name, mode, {},
+                handing=(name, lambda: self.onclose.append(name)),
+            )
+            assert fd is not None  # opened for the lane
+            return fp
+
+    made = Revlogs()
+    yield made
+    made.files.unwrap()
+    made.closer.finish(failing=True)
+    made.files.release()
+
+
+@needs_lane
+@pytest.mark.parametrize(
+    'mode, kind, before, after',
+    [
+        (b'w+', handover.HandingOverRandom, b'', b'abcdef'),
+        (b'r+', handover.HandingOverRandom, b'0123456789', b'abc3456789def'),
+        (b'a+', handover.HandingOverRandom, b'01', b'01abcdef'),
+        (b'ab', handover.HandingOverWriter, b'01', b'01abcdef'),
+    ],
+)
+def test_a_revlog_hands_its_descriptor_over_as_it_closes(
+    revlogs, closes, mode, kind, before, after
+):
+    if before:
+        revlogs.vfs.write(b'data/a.i', before)
+    fp = revlogs.open(b'data/a.i', mode)
+    assert type(fp) is kind
+    assert handover.hands_itself_over(fp)
+    # what core's own file would say
+    assert fp.name == revlogs.vfs.join(b'data/a.i')
+    binary = mode if b'b' in mode else mode + b'b'  # as the vfs opens
+    with open(os.devnull, binary.decode()) as corefile:
+        assert fp.mode == corefile.mode
+    fd = fp.fileno()
+    assert revlogs.files.fds == {fd}  # the session's until handed over
+    fp.write(b'abc')
+    if mode != b'ab':
+        fp.seek(0, os.SEEK_END)
+        fp.write(b'def')
+        fp.seek(0)
+        assert fp.read(3) in (b'abc', b'012', b'01a')
+    else:
+        fp.write(b'def')
+    fp.close()
+    # handed over in the step that queued it, then the callback
+    assert revlogs.files.fds == set()
+    assert revlogs.onclose == [b'data/a.i']
+    fp.close()  # a second close does nothing
+    assert revlogs.onclose == [b'data/a.i']
+    with pytest.raises(ValueError):
+        fp.write(b'late')
+    revlogs.closer.finish()
+    assert closes == []  # the lane's thread closed it
+    assert not is_open(fd)
+    assert revlogs.vfs.read(b'data/a.i') == after
+
+
+@needs_lane
+def test_a_revlog_opened_unbuffered_keeps_a_proxy(revlogs):
+    # open()'s own file then (the raw file itself), for HandedOverFile
+    fp, fd = revlogs.files.open_through(
+        vfsmod.vfs.__call__, revlogs.vfs, b'b.i', b'w+', {'buffering': 0},
+        handing=(b'b.i', None),
+    )
+    assert fd is not None and not handover.hands_itself_over(fp)
+    revlogs.files.discard(fd)
+
+
+@needs_lane
+@pytest.mark.skipif(not os.path.exists('/dev/full'),
+                    reason='no /dev/full on this system')
+def test_a_revlog_whose_flush_fails_is_closed_here_and_named(closes):
+    closer = closermod.Closer(
+        policy=closermod.BACKGROUND, native=True, owned=set(), fdroom=None
+    )
+    files = handover.OwnedFiles(closer)
+    fd = closer.open_owned(b'/dev/full', os.O_WRONLY, 0o666)
+    fp = handover._handing_file(fd, b'/dev/full', 'wb', files, b'x.i', None)
+    files._files[fd] = fp
+    fp.write(b'x')  # buffered: the disk is full only once flushed
+    with pytest.raises(closermod.FileError) as e:
+        fp.close()
+    assert e.value.action == 'writing'
+    assert e.value.name == b'x.i'
+    assert e.value.error.errno == errno.ENOSPC
+    assert files.fds == set()  # closed here, the first error kept
+    assert closes == [fd]
+    assert fp.closed
+    closer.finish()
+
+
+@needs_lane
+def test_a_revlog_left_by_a_failing_with_block_is_closed_here(
+    revlogs, closes
+):
+    # the first error wins: nothing is handed over, what was written is
+    with pytest.raises(RuntimeError):
+        with revlogs.open(b'c.i') as fp:
+            fp.write(b'x')
+            fd = fp.fileno()
+            raise RuntimeError('core failed')
+    assert closes == [fd]
+    assert revlogs.files.fds == set()
+    assert revlogs.onclose == []
+    assert revlogs.vfs.read(b'c.i') == b'x'
+    # and a with block that ends well hands it over
+    with revlogs.open(b'd.i') as fp:
+        fp.write(b'y')
+    assert closes == [fd]
+    assert revlogs.onclose == [b'd.i']
+
+
+@needs_lane
+def test_a_revlog_left_to_the_garbage_collector_is_closed_once(
+    revlogs, closes
+):
+    fp = revlogs.open(b'e.i')
+    fp.write(b'x')
+    fd = fp.fileno()
+    del fp
+    gc.collect()
+    # flushed, then closed here, as core's file object would be
+    assert closes == [fd]
+    assert revlogs.files.fds == set()
+    assert not is_open(fd)
+    assert revlogs.vfs.read(b'e.i') == b'x'
+    assert revlogs.onclose == []
+
+
+@needs_lane
+def test_a_revlog_kept_from_its_close_is_released_and_never_written_again(
+    revlogs, closes
+):
+    fp = revlogs.open(b'f.i')
+    fp.write(b'x')
+    fd = fp.fileno()
+    revlogs.closer.finish(failing=True)
+    revlogs.files.release()
+    assert revlogs.files.fds == set()
+    assert closes == [fd]
+    assert fp.closed
+    with pytest.raises(ValueError):
+        fp.write(b'y')
+    # its buffer is forgotten, not written into the number's next file
+    other = os.open(revlogs.vfs.join(b'other'), os.O_RDWR | os.O_CREAT)
+    try:
+        assert other == fd
+        del fp
+        gc.collect()
+        assert os.fstat(other).st_size == 0
+        assert closes == [fd]
+    finally:
+        os.close(other)
+
+
+@needs_lane
+def test_an_interrupt_in_the_vfs_after_a_revlog_is_opened_closes_it_once(
+    revlogs, closes, monkeypatch
+):
+    made = []
+    real = handover._handing_file
+
+    def recorded(*args):
+        made.append(real(*args))
+        return made[-1]
+
+    def interrupted(self, name):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(handover, '_handing_file', recorded)
+    monkeypatch.setattr(vfsmod.vfs, '_fixfilemode', interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        revlogs.open(b'g.i')
+    monkeypatch.undo()
+    fd = made[0]._fd
+    assert closes == [fd]
+    assert made[0].closed  # never writes into the number again
+    other = revlogs.open(b'other.i')
+    assert other.fileno() == fd
+    del made[0]
+    gc.collect()
+    assert closes == [fd]
+    assert is_open(fd)
+    other.close()

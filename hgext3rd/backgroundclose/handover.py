@@ -31,7 +31,12 @@ either
 - a file object over the descriptor that does not own it
   (``closefd=False``), for other modes (a revlog appended to).  Closing
   the proxy flushes and closes that file object (which leaves the
-  descriptor open), then hands the bare descriptor over.
+  descriptor open), then hands the bare descriptor over.  Where the seam
+  asks for it (``open_through(handing=...)``: changegroups' revlogs),
+  that file object is itself a ``HandingOverRandom`` or
+  ``HandingOverWriter``, which hands its descriptor over as it closes:
+  no proxy in between, whose creation, finalizer and forwarded calls
+  cost a revlog more than the rest of the seam.
 
 Either way the lane never closes a descriptor with anything buffered above
 it, and nothing is written after the lane closed it.
@@ -43,6 +48,7 @@ inline close in the same step as it closes it.  After a failure,
 the file object over it forget what it still buffers.
 """
 
+import io
 import os
 import time
 import weakref
@@ -116,6 +122,10 @@ class OwnedFiles:
         # while a vfs opens a file for open_through(direct=...): what makes
         # the DescriptorFile of a file opened 'wb'
         self._direct = None
+        # while a vfs opens a file for open_through(handing=...): the
+        # file's name in messages and what its close calls after handing
+        # over, for a file object that hands itself over
+        self._handing = None
         # vfs -> what its join() puts before a relative name (prefix())
         self._prefixes = {}
         # whether vfs.join is core's alone, so that a prefix stands for it
@@ -149,7 +159,7 @@ class OwnedFiles:
         return self._seam is not None
 
     def open_through(self, orig, vfs, path, mode, kwargs, joined=None,
-                     direct=None):
+                     direct=None, handing=None):
         """``orig(vfs, path, mode, **kwargs)``, core's vfs open, with the
         file's descriptor opened for the lane if it takes descriptors now
         (or if ``direct`` is given and ``writes_direct()``):
@@ -159,7 +169,14 @@ class OwnedFiles:
 
         ``direct(fd, name)``, if given, makes the DescriptorFile the vfs
         returns for a file opened ``'wb'``; fp is then that DescriptorFile
-        (the caller wraps nothing around it)."""
+        (the caller wraps nothing around it).
+
+        ``handing``, if given, is ``(name, onclose)``: a file opened for
+        the lane in another mode, buffered as core's would be, is then a
+        ``HandingOverRandom`` or ``HandingOverWriter`` that hands its
+        descriptor over under ``name`` as it closes, then calls
+        ``onclose`` (if not None); the caller wraps nothing around it
+        either (``hands_itself_over(fp)``)."""
         # takes_descriptors(), or direct and writes_direct(), read in place:
         # this runs for every file opened
         if not self._native or (
@@ -176,6 +193,7 @@ class OwnedFiles:
         try:
             self._path = self.join(vfs, path) if joined is None else joined
             self._direct = direct
+            self._handing = handing
             fp = orig(vfs, path, mode, **kwargs)
         except BaseException:
             # opened, then the vfs failed (fixing the file's mode); an
@@ -185,11 +203,11 @@ class OwnedFiles:
                 self.discard(fd)
             raise
         finally:
-            self._path = self._direct = None
+            self._path = self._direct = self._handing = None
         fd, self._opened = self._opened, None
         if fd is not None:
             made = self._files.get(fd)
-            if type(made) is DescriptorFile:
+            if type(made) in _ARMED_BY_OPEN:
                 # the caller's from here on: if core drops it unclosed, its
                 # finalizer closes fd.  Armed first, then held weakly: an
                 # interrupt in between leaves it held, for release()
@@ -253,12 +271,17 @@ class OwnedFiles:
             self._files[fd] = fp
             return fp
         try:
-            fp = open(fd, mode, buffering, closefd=False)
-            # what open(name) would say; unbuffered, fp is the FileIO
-            getattr(fp, 'raw', fp).name = name
+            if self._handing is not None and buffering == -1:
+                fp = _handing_file(fd, name, mode, self, *self._handing)
+            else:
+                fp = open(fd, mode, buffering, closefd=False)
+                # what open(name) would say; unbuffered, fp is the FileIO
+                getattr(fp, 'raw', fp).name = name
         except BaseException:
             self.closer.close_quietly(fd)
             raise
+        # a file that hands itself over is held here until open_through
+        # arms it, as a DescriptorFile is
         self._files[fd] = fp
         self._opened = fd
         return fp
@@ -335,7 +358,9 @@ class OwnedFiles:
 def _mark_closed(fp):
     """make what is over a descriptor (in ``OwnedFiles._files``) never
     write into it again: a file object with closefd=False is closed (a
-    closed buffered file never flushes again), a DescriptorFile told so"""
+    closed buffered file never flushes again; closing only its raw file
+    leaves nothing to flush, and calls no close() of ours), a
+    DescriptorFile told so"""
     if type(fp) is weakref.ref:
         fp = fp()
         if fp is None:
@@ -582,6 +607,131 @@ class DescriptorFile(_WithBlock):
         except BaseException:  # noqa: B902
             # see HandedOverFile.__del__
             pass
+
+
+class _HandsItselfOver:
+    """what ``HandingOverRandom`` and ``HandingOverWriter`` add to core's
+    buffered file over a descriptor it does not own (``closefd=False``),
+    for ``OwnedFiles.open_through(handing=...)``
+
+    ``close()`` flushes into the descriptor on this thread, closes the
+    file object (which leaves the descriptor open), then hands the
+    descriptor to the closer and calls ``onclose``.  A failed flush
+    closes the descriptor here and raises a FileError naming the file.
+    Leaving a failing ``with`` block closes it here too, so that the first
+    error wins.  Its finalizer closes the descriptor of a file core
+    dropped unclosed, once armed by ``open_through``; until then the
+    opening closes the descriptor if it fails.
+
+    Everything else is the buffered file's own, in C: a revlog seeks,
+    tells and writes without a Python call in between.
+    """
+
+    __slots__ = ()
+
+    def close(self):
+        if self.closed:
+            return
+        fd = self._fd
+        try:
+            # the raw file is closed even if the flush fails, so nothing
+            # is written after the descriptor is closed, whoever closes it
+            super().close()
+        except BaseException as exc:
+            # failed or interrupted while flushing: fd is closed here
+            # (discard), an interrupt before that leaves it to release()
+            self._files.discard(fd)
+            if isinstance(exc, OSError):
+                raise closermod.FileError(
+                    self._name, exc, 'writing'
+                ) from exc
+            raise
+        # fd alone from here on: still in the owned set, for release() if
+        # an interrupt keeps it from the closer
+        files = self._files
+        files.handing_over(fd)
+        files.closer.close(fd, self._name)
+        if self._onclose is not None:
+            self._onclose()
+
+    def __exit__(self, exc_type, exc_value, exc_tb):
+        if exc_type is None:
+            self.close()
+        elif not self.closed:
+            self._close_here()
+        return False
+
+    def _close_here(self):
+        """close on this thread, on a path that is already failing: what
+        is buffered is written first, as a file object's close would"""
+        try:
+            super().close()
+        except Exception:
+            pass  # the error on its way is the first one
+        finally:
+            self._files.discard(self._fd)
+
+    def __del__(self):
+        # left to the garbage collector by core: closed here, unless the
+        # session did after a failure (then it is not owned any more), or
+        # it never reached the caller (see the class doc)
+        try:
+            if (
+                self._armed
+                and not self.closed
+                and self._fd in self._files.fds
+            ):
+                self._close_here()
+        except BaseException:  # noqa: B902
+            # see HandedOverFile.__del__
+            pass
+
+
+class HandingOverRandom(_HandsItselfOver, io.BufferedRandom):
+    """a file opened for reading and writing that hands its descriptor
+    over as it closes (``_HandsItselfOver``)"""
+
+    __slots__ = ('_fd', '_name', '_files', '_onclose', '_armed')
+
+
+class HandingOverWriter(_HandsItselfOver, io.BufferedWriter):
+    """a file opened for writing only that hands its descriptor over as
+    it closes (``_HandsItselfOver``)"""
+
+    __slots__ = ('_fd', '_name', '_files', '_onclose', '_armed')
+
+
+# made over a descriptor by OwnedFiles, armed by open_through
+_ARMED_BY_OPEN = (DescriptorFile, HandingOverRandom, HandingOverWriter)
+_HANDING = (HandingOverRandom, HandingOverWriter)
+
+
+def hands_itself_over(fp):
+    """whether ``fp`` is a file ``open_through(handing=...)`` made, which
+    hands its descriptor over itself"""
+    return type(fp) in _HANDING
+
+
+def _handing_file(fd, name, mode, files, label, onclose):
+    """the file object ``open(fd, mode, closefd=False)`` would make, named
+    ``name``, as a HandingOverRandom (``+`` in ``mode``) or
+    HandingOverWriter that hands ``fd`` over under ``label``.  Buffered as
+    open() would buffer it (the descriptor's block size), without
+    open()'s isatty() system call, which a file a vfs opens never needs."""
+    raw = io.FileIO(fd, mode, closefd=False)
+    raw.name = name
+    size = getattr(raw, '_blksize', 0)
+    if size <= 1:
+        size = io.DEFAULT_BUFFER_SIZE
+    kind = HandingOverRandom if '+' in mode else HandingOverWriter
+    fp = kind(raw, size)
+    fp._fd = fd
+    fp._name = label
+    fp._files = files
+    fp._onclose = onclose
+    # set by open_through once the vfs returned it
+    fp._armed = False
+    return fp
 
 
 class HandedOverFile(_WithBlock):

@@ -168,7 +168,12 @@ def vfsopen(session, orig, self, path, mode=b'rb', *args, **kwargs):
         # object is closed here, as a checkambig one is)
         fp, fd = orig(self, path, mode, *args, **kwargs), None
     else:
-        fp, fd = session.files.open_through(orig, self, path, mode, kwargs)
+        fp, fd = session.files.open_through(
+            orig, self, path, mode, kwargs,
+            handing=(path, session.closed_one),
+        )
+        if handover.hands_itself_over(fp):
+            return fp
     return handover.HandedOverFile(
         fp, closer, path, fd, session.files, onclose=session.closed_one
     )
