@@ -258,3 +258,53 @@ def test_a_revlog_missing_then_made_meanwhile_is_appended_through_core(
     assert _new_revlog_opens(session, step) == [b'r+']
     assert fds[0] is None and fds[1] is not None
     assert session.rawvfs.read(b'data/late.i') == b'first\nsecond\nthird\n'
+
+
+def test_a_revlog_another_extension_wraps_is_handed_over_once(lanerepo):
+    # another extension's vfs.__call__ wrapper, under the session's seam,
+    # returns its own file object around the revlog the lane's descriptor
+    # was opened for: the session's proxy hands that descriptor over, and
+    # the file object inside must not do it a second time
+    from mercurial import extensions, vfs as vfsmod
+
+    class Wrapped:
+        def __init__(self, fp):
+            self.fp = fp
+            self.seek = fp.seek
+            self.tell = fp.tell
+
+        def write(self, data):
+            return self.fp.write(data)
+
+        def close(self):
+            self.fp.close()
+
+    def wrapper(orig, self, *args, **kwargs):
+        return Wrapped(orig(self, *args, **kwargs))
+
+    session = revlogwrite.RevlogSession(lanerepo)
+    handed = []
+    real = session.closer.close
+
+    def spy(target, name=None, data=None):
+        handed.append(target)
+        return real(target, name, data)
+
+    session.closer.close = spy
+
+    def step(vfs):
+        with pytest.raises(FileNotFoundError):
+            vfs(b'data/wrapped.i')
+        fp = vfs(b'data/wrapped.i', b'w+')
+        assert type(fp) is handover.HandedOverFile
+        fp.write(PAYLOAD)
+        fp.close()
+
+    extensions.wrapfunction(vfsmod.vfs, '__call__', wrapper)
+    try:
+        session.run(session.rawvfs, revlogwrite._SESSION_SEAMS, step,
+                    (session.rawvfs,), {})
+    finally:
+        extensions.unwrapfunction(vfsmod.vfs, '__call__', wrapper)
+    assert len(handed) == 1 and type(handed[0]) is int
+    assert session.rawvfs.read(b'data/wrapped.i') == PAYLOAD

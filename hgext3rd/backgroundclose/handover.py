@@ -176,7 +176,9 @@ class OwnedFiles:
         ``HandingOverRandom`` or ``HandingOverWriter`` that hands its
         descriptor over under ``name`` as it closes, then calls
         ``onclose`` (if not None); the caller wraps nothing around it
-        either (``hands_itself_over(fp)``)."""
+        either (``hands_itself_over(fp)``), unless the vfs returned another
+        file object around it: that one the caller hands over, as any
+        other."""
         # takes_descriptors(), or direct and writes_direct(), read in place:
         # this runs for every file opened
         if not self._native or (
@@ -207,7 +209,15 @@ class OwnedFiles:
         fd, self._opened = self._opened, None
         if fd is not None:
             made = self._files.get(fd)
-            if type(made) in _ARMED_BY_OPEN:
+            if type(made) in _HANDING and fp is not made:
+                # the vfs returned another file object around it (core's
+                # for backgroundclose=True, another extension's wrapper):
+                # a buffered file like open()'s from here on, the caller's
+                # proxy hands fd over (handing it over here too would
+                # close the number twice)
+                made._fd = None
+                made._armed = True
+            elif type(made) in _ARMED_BY_OPEN:
                 # the caller's from here on: if core drops it unclosed, its
                 # finalizer closes fd.  Armed first, then held weakly: an
                 # interrupt in between leaves it held, for release()
@@ -630,9 +640,13 @@ class _HandsItselfOver:
     __slots__ = ()
 
     def close(self):
+        fd = self._fd
+        if fd is None:
+            # under another file object, which hands fd over: a buffered
+            # file like any (see open_through)
+            return super().close()
         if self.closed:
             return
-        fd = self._fd
         try:
             # the raw file is closed even if the flush fails, so nothing
             # is written after the descriptor is closed, whoever closes it
@@ -655,7 +669,7 @@ class _HandsItselfOver:
             self._onclose()
 
     def __exit__(self, exc_type, exc_value, exc_tb):
-        if exc_type is None:
+        if exc_type is None or self._fd is None:
             self.close()
         elif not self.closed:
             self._close_here()
@@ -676,12 +690,13 @@ class _HandsItselfOver:
         # session did after a failure (then it is not owned any more), or
         # it never reached the caller (see the class doc)
         try:
-            if (
-                self._armed
-                and not self.closed
-                and self._fd in self._files.fds
-            ):
-                self._close_here()
+            if self._armed and not self.closed:
+                if self._fd is None:
+                    # under another file object: flushed and closed as
+                    # IOBase's finalizer would (fd is that one's)
+                    super().close()
+                elif self._fd in self._files.fds:
+                    self._close_here()
         except BaseException:  # noqa: B902
             # see HandedOverFile.__del__
             pass
@@ -715,9 +730,10 @@ def hands_itself_over(fp):
 def _handing_file(fd, name, mode, files, label, onclose):
     """the file object ``open(fd, mode, closefd=False)`` would make, named
     ``name``, as a HandingOverRandom (``+`` in ``mode``) or
-    HandingOverWriter that hands ``fd`` over under ``label``.  Buffered as
-    open() would buffer it (the descriptor's block size), without
-    open()'s isatty() system call, which a file a vfs opens never needs."""
+    HandingOverWriter that hands ``fd`` over under ``label``.  Buffered by
+    the raw file's block size, as open() buffers it up to Python 3.13 at
+    least, without open()'s isatty() system call, which a binary file
+    never needs."""
     raw = io.FileIO(fd, mode, closefd=False)
     raw.name = name
     size = getattr(raw, '_blksize', 0)
