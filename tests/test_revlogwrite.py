@@ -207,25 +207,41 @@ def _new_revlog_opens(session, step):
     return through
 
 
-def test_a_new_revlog_fails_r_plus_through_core_then_goes_to_the_lane(
-    lanerepo
+def test_a_new_revlog_fails_r_plus_without_core_then_goes_to_the_lane(
+    lanerepo, monkeypatch
 ):
     # what a revlog does for a file new to the store: its index is read,
-    # then opened r+ (which fails again), then w+
+    # then opened r+ (which fails again: a stat tells, core's open is not
+    # called), then w+
+    from mercurial import util
+
     session = revlogwrite.RevlogSession(lanerepo)
     fds = []
+    opened = []
+    real = util.posixfile
+
+    def posixfile(name, mode=b'r', *args, **kwargs):
+        opened.append(mode)
+        return real(name, mode, *args, **kwargs)
+
+    monkeypatch.setattr(util, 'posixfile', posixfile)
 
     def step(vfs):
         with pytest.raises(FileNotFoundError):
             vfs(b'data/new.i')
-        with pytest.raises(FileNotFoundError):
-            vfs(b'data/new.i', b'r+')
+        with pytest.raises(FileNotFoundError) as missing:
+            vfs(b'data/new.i', b'r+', checkambig=False)
+        # what core's open would say
+        assert missing.value.filename == vfs.join(b'data/new.i')
         fp = vfs(b'data/new.i', b'w+')
         fds.append(fp._fd)
         fp.write(PAYLOAD)
         fp.close()
 
     assert _new_revlog_opens(session, step) == [b'w+']
+    # the read's, not the r+'s (the w+ is opened for the lane, not by
+    # core's posixfile)
+    assert opened == [b'rb']
     assert fds[0] is not None  # the lane's
     assert session.rawvfs.read(b'data/new.i') == PAYLOAD
 
