@@ -169,9 +169,42 @@ def test_probes_that_confirm_slow_closes_come_less_often():
         else:
             policy.account()
     # one probe after PROBE_FIRST files, the next twice as far
-    starts = [p for i, p in enumerate(probes) if i % Policy.PROBE_LENGTH == 0]
+    starts = [
+        p for i, p in enumerate(probes) if i == 0 or probes[i - 1] != p - 1
+    ]
     assert len(starts) == 2
     assert policy.mode == policymod.BACKGROUND
+    # closes that slow decide after the fewest closes a probe takes, the
+    # latency their mean
+    assert len(probes) == 2 * Policy.PROBE_LEAST
+    assert policy.latency == pytest.approx(700e-6)
+
+
+@given(
+    closes=st.lists(
+        st.floats(min_value=0.0, max_value=2e-3), min_size=8, max_size=8
+    ),
+    handover=st.one_of(st.none(), st.floats(min_value=0.0, max_value=1e-3)),
+)
+def test_a_probe_ended_early_decides_as_the_whole_probe_would(
+    closes, handover
+):
+    outcomes = []
+    for least in (Policy.PROBE_LEAST, Policy.PROBE_LENGTH):
+        policy = Policy(threshold=30e-6)
+        policy.PROBE_LEAST = least  # PROBE_LENGTH: never ends early
+        policy.switch_to_background(700e-6)
+        policy.handover = handover
+        policy.account(Policy.PROBE_FIRST)  # the next file starts a probe
+        taken = 0
+        while policy.take_probe():
+            policy.learn_probe(closes[taken])
+            taken += 1
+        outcomes.append((policy.mode, taken))
+    (early, taken), (whole, length) = outcomes
+    assert length == Policy.PROBE_LENGTH
+    assert Policy.PROBE_LEAST <= taken <= Policy.PROBE_LENGTH
+    assert early == whole
 
 
 def test_no_thread_at_all_means_inline_for_good():
@@ -339,13 +372,15 @@ def test_files_counted_late_while_a_probe_runs_do_not_restart_it():
     policy = Policy(threshold=30e-6)
     policy.switch_to_background(700e-6)
     policy.account(Policy.PROBE_FIRST)
+    # closes just slow enough to stay in the background once all are
+    # timed: the probe takes every one
     for _ in range(3):
         assert policy.take_probe()
-        policy.learn_probe(700e-6)
+        policy.learn_probe(16e-6)
     policy.account(5)
     probed = 0
     while policy.take_probe():
         probed += 1
-        policy.learn_probe(700e-6)
+        policy.learn_probe(16e-6)
     assert probed == Policy.PROBE_LENGTH - 3
     assert policy.mode == policymod.BACKGROUND

@@ -24,7 +24,10 @@ The three policies:
   ``threshold`` seconds, closes go to background threads.  Now and then
   (after ``PROBE_FIRST`` files, then twice as many each time it is
   confirmed) a few closes are timed inline again, to measure the file
-  system without background threads in the way.  Closing goes back inline
+  system without background threads in the way (a probe ends after
+  ``PROBE_LEAST`` closes that are too slow for any outcome but staying in
+  the background, unless their CPU share disagrees with the estimate: each
+  costs the writer a whole slow close).  Closing goes back inline
   when those are cheap (below half the threshold), or when they cost the
   writer no more than handing a file over did meanwhile: the hand-over is
   timed too (the queue's lock, and waiting for room when the threads fall
@@ -92,8 +95,10 @@ class Policy:
     # background mode: files between two inline probes, at first and at most
     PROBE_FIRST = 256
     PROBE_MOST = 16384
-    # closes timed inline by one probe
+    # closes timed inline by one probe, and the fewest that may end it
+    # early (learn_probe)
     PROBE_LENGTH = 8
+    PROBE_LEAST = 2
 
     def __init__(
         self,
@@ -163,6 +168,10 @@ class Policy:
         self._probeevery = self.PROBE_FIRST
         self._probeleft = 0
         self._probesum = 0.0
+        self._probetaken = 0
+        # whether the CPU share of the running probe's closes agrees with
+        # the estimate (a probe that may end early: learn_probe)
+        self._probeagrees = True
 
     @property
     def mode(self):
@@ -200,6 +209,10 @@ class Policy:
             self.cpushare = share
         else:
             self.cpushare += (share - self.cpushare) * self.CPU_SMOOTHING
+        if self._probeleft and (share >= 0.5) != self.burning:
+            # a probe's close that says otherwise than the estimate: the
+            # probe takes all its closes, for the estimate to follow
+            self._probeagrees = False
 
     def learn_inline(self, duration):
         """adaptive mode: a close timed inline (not a probe) took
@@ -270,6 +283,8 @@ class Policy:
             if before > 0 >= self._probeat:
                 self._probeleft = self.PROBE_LENGTH
                 self._probesum = 0.0
+                self._probetaken = 0
+                self._probeagrees = True
         return interval
 
     def routine_handovers(self):
@@ -304,9 +319,25 @@ class Policy:
     def learn_probe(self, duration):
         """one close of a probe took ``duration`` seconds, inline"""
         self._probesum += duration
+        self._probetaken += 1
         if self._probeleft:
-            return
-        mean = self._probesum / self.PROBE_LENGTH
+            # each close of a probe costs the writer its whole latency: the
+            # probe ends once the closes so far cost more than what would
+            # send closes back inline over all PROBE_LENGTH (the others
+            # could only add to it), the same outcome, and their CPU share
+            # says what the estimate says.  Its latency is then a mean of
+            # fewer closes
+            bound = self.threshold / 2
+            if self.handover is not None and self.handover > bound:
+                bound = self.handover
+            if (
+                self._probetaken < self.PROBE_LEAST
+                or self._probesum <= bound * self.PROBE_LENGTH
+                or not self._probeagrees
+            ):
+                return
+            self._probeleft = 0
+        mean = self._probesum / self._probetaken
         cheap = mean < self.threshold / 2
         if cheap or (self.handover is not None and mean <= self.handover):
             # closes became cheap, or the pool cannot keep up and the
