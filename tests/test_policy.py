@@ -384,3 +384,77 @@ def test_files_counted_late_while_a_probe_runs_do_not_restart_it():
         policy.learn_probe(16e-6)
     assert probed == Policy.PROBE_LENGTH - 3
     assert policy.mode == policymod.BACKGROUND
+
+
+def probe_closes(policy, durations, share=None):
+    """start a probe (the policy in background mode) and run it, its
+    closes taking ``durations`` (the last one repeated), each ``share``
+    of it on the CPU if given: how many closes it took"""
+    policy.account(policy._probeat)  # the next file starts a probe
+    taken = 0
+    while policy.take_probe():
+        duration = durations[min(taken, len(durations) - 1)]
+        if share is not None:
+            policy.learn_cpu(duration, duration * share)
+        policy.learn_probe(duration)
+        taken += 1
+    return taken
+
+
+def test_a_probe_whose_cpu_share_disagrees_takes_all_its_closes():
+    policy = Policy(threshold=30e-6)
+    for _ in range(20):
+        policy.learn_cpu(700e-6, 0.0)  # closes that wait
+    policy.switch_to_background(700e-6)
+    # they burn now: the whole probe, for the estimate to follow
+    assert probe_closes(policy, [700e-6], share=1.0) == Policy.PROBE_LENGTH
+    assert policy.burning
+    # the next probe's closes agree: it ends as soon as it may
+    assert probe_closes(policy, [700e-6], share=1.0) == Policy.PROBE_LEAST
+
+
+def test_a_probe_close_that_flips_the_estimate_disagrees_with_it():
+    # just burning: a close that waits moves the estimate below one half,
+    # and agrees with that, but not with what the estimate was
+    policy = Policy(threshold=30e-6)
+    policy.cpushare = 0.52
+    policy.switch_to_background(700e-6)
+    assert probe_closes(policy, [700e-6], share=0.3) == Policy.PROBE_LENGTH
+    assert not policy.burning
+
+
+def test_a_probe_whose_closes_differ_takes_all_its_closes():
+    # one close preempted in the middle: not enough to size the pool on
+    policy = Policy(threshold=30e-6)
+    policy.switch_to_background(700e-6)
+    taken = probe_closes(policy, [700e-6, 5e-3, 700e-6])
+    assert taken == Policy.PROBE_LENGTH
+    assert policy.latency == pytest.approx((7 * 700e-6 + 5e-3) / 8)
+
+
+def test_a_close_of_a_probe_decided_meanwhile_is_not_learnt():
+    # three submitters each take a probe close; two are enough to decide,
+    # the third ends its close later
+    policy = Policy(threshold=30e-6)
+    policy.switch_to_background(700e-6)
+    policy.account(Policy.PROBE_FIRST)
+    assert policy.take_probe() and policy.take_probe() and policy.take_probe()
+    policy.learn_probe(700e-6)
+    policy.learn_probe(700e-6)
+    decided = (policy.latency, policy._probeat, policy._probeevery)
+    assert decided == (pytest.approx(700e-6), 2 * Policy.PROBE_FIRST,
+                       2 * Policy.PROBE_FIRST)
+    policy.learn_probe(5e-3)
+    assert (policy.latency, policy._probeat, policy._probeevery) == decided
+    assert policy.mode == policymod.BACKGROUND
+
+
+def test_a_probe_against_a_dear_hand_over_ends_only_once_it_is_decided():
+    # handing over costs 200 us a file: two 250 us closes do not decide it
+    # yet (cheaper ones could follow), the whole probe does
+    policy = Policy(threshold=30e-6)
+    policy.switch_to_background(700e-6)
+    policy.handover = 200e-6
+    taken = probe_closes(policy, [250e-6, 250e-6, 50e-6])
+    assert taken == Policy.PROBE_LENGTH
+    assert policy.mode == policymod.INLINE  # a mean of 100 us

@@ -168,9 +168,14 @@ class Policy:
         self._probeevery = self.PROBE_FIRST
         self._probeleft = 0
         self._probesum = 0.0
+        # a probe runs: begun, and not decided yet (a close of a probe
+        # already decided, another thread's, is not learnt)
+        self._probing = False
+        # the running probe's closes so far, the fastest and the slowest,
+        # and whether their CPU shares all agreed with the estimate (a
+        # probe that may end early: learn_probe)
         self._probetaken = 0
-        # whether the CPU share of the running probe's closes agrees with
-        # the estimate (a probe that may end early: learn_probe)
+        self._probefastest = self._probeslowest = 0.0
         self._probeagrees = True
 
     @property
@@ -205,14 +210,14 @@ class Policy:
         if duration <= 0:
             return
         share = min(1.0, cpu / duration)
+        if self._probing and (share >= 0.5) != self.burning:
+            # a probe's close that says otherwise than the estimate did:
+            # the probe takes all its closes, for the estimate to follow
+            self._probeagrees = False
         if self.cpushare is None:
             self.cpushare = share
         else:
             self.cpushare += (share - self.cpushare) * self.CPU_SMOOTHING
-        if self._probeleft and (share >= 0.5) != self.burning:
-            # a probe's close that says otherwise than the estimate: the
-            # probe takes all its closes, for the estimate to follow
-            self._probeagrees = False
 
     def learn_inline(self, duration):
         """adaptive mode: a close timed inline (not a probe) took
@@ -252,6 +257,7 @@ class Policy:
         # size the pool from the close just measured: the smoothed estimate
         # lags far behind a latency that is high from the start
         self.latency = max(self.latency, duration)
+        self._probing = False
         self._wincount = 0
         self._winstart = self._clock()
 
@@ -283,6 +289,7 @@ class Policy:
             if before > 0 >= self._probeat:
                 self._probeleft = self.PROBE_LENGTH
                 self._probesum = 0.0
+                self._probing = True
                 self._probetaken = 0
                 self._probeagrees = True
         return interval
@@ -318,25 +325,35 @@ class Policy:
 
     def learn_probe(self, duration):
         """one close of a probe took ``duration`` seconds, inline"""
+        if not self._probing:
+            return  # its probe was decided meanwhile
         self._probesum += duration
         self._probetaken += 1
+        if self._probetaken == 1:
+            self._probefastest = self._probeslowest = duration
+        else:
+            self._probefastest = min(self._probefastest, duration)
+            self._probeslowest = max(self._probeslowest, duration)
         if self._probeleft:
             # each close of a probe costs the writer its whole latency: the
             # probe ends once the closes so far cost more than what would
             # send closes back inline over all PROBE_LENGTH (the others
-            # could only add to it), the same outcome, and their CPU share
-            # says what the estimate says.  Its latency is then a mean of
-            # fewer closes
+            # could only add to it), the same outcome, if they also agree:
+            # within twice each other (a close preempted in the middle does
+            # not size the pool on its own), and their CPU share says what
+            # the estimate said.  Its latency is then their mean
             bound = self.threshold / 2
             if self.handover is not None and self.handover > bound:
                 bound = self.handover
             if (
                 self._probetaken < self.PROBE_LEAST
                 or self._probesum <= bound * self.PROBE_LENGTH
+                or self._probeslowest > 2 * self._probefastest
                 or not self._probeagrees
             ):
                 return
             self._probeleft = 0
+        self._probing = False
         mean = self._probesum / self._probetaken
         cheap = mean < self.threshold / 2
         if cheap or (self.handover is not None and mean <= self.handover):
@@ -391,6 +408,7 @@ class Policy:
         self.threadless = True
         self.background = False
         self._probeleft = 0
+        self._probing = False
 
 
 class WritePolicy:

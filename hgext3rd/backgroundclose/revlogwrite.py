@@ -170,10 +170,8 @@ def vfsopen(session, orig, self, path, mode=b'rb', *args, **kwargs):
         # store is locked: nothing else makes the file meanwhile).  Its
         # 'w+' open, next, is core's, which audits the path and makes the
         # parent directories as it always does
-        try:
-            os.lstat(session.files.join(self, path))
-        except FileNotFoundError:
-            raise  # what core's open raises: the name the vfs joined
+        # raises what core's open raises, naming the path the vfs joined
+        os.lstat(session.files.join(self, path))
     if kwargs.get('atomictemp') or (args and args[0]):
         # atomictemp (by name or position): its close renames, keep it here
         return orig(self, path, mode, *args, **kwargs)
