@@ -706,28 +706,28 @@ def test_a_revlog_kept_from_its_close_is_released_and_never_written_again(
         os.close(other)
 
 
-@needs_lane
-def test_an_interrupt_in_the_vfs_after_a_revlog_is_opened_closes_it_once(
-    revlogs, closes, monkeypatch
-):
+def record_made(monkeypatch, interrupt=False):
+    """the files ``_handing_file`` makes from now on (each call then
+    interrupted, if ``interrupt``)"""
     made = []
     real = handover._handing_file
 
     def recorded(*args):
         made.append(real(*args))
+        if interrupt:
+            raise KeyboardInterrupt
         return made[-1]
 
-    def interrupted(self, name):
-        raise KeyboardInterrupt
-
     monkeypatch.setattr(handover, '_handing_file', recorded)
-    monkeypatch.setattr(vfsmod.vfs, '_fixfilemode', interrupted)
-    with pytest.raises(KeyboardInterrupt):
-        revlogs.open(b'g.i')
-    monkeypatch.undo()
+    return made
+
+
+def assert_the_dropped_file_leaves_its_number_alone(revlogs, closes, made):
+    """``made[0]``, whose open failed, had its descriptor closed once; the
+    number goes to the next file, and the dropped one, collected, leaves
+    it alone"""
     fd = made[0]._fd
     assert closes == [fd]
-    assert made[0].closed  # never writes into the number again
     other = revlogs.open(b'other.i')
     assert other.fileno() == fd
     del made[0]
@@ -735,6 +735,22 @@ def test_an_interrupt_in_the_vfs_after_a_revlog_is_opened_closes_it_once(
     assert closes == [fd]
     assert is_open(fd)
     other.close()
+
+
+@needs_lane
+def test_an_interrupt_in_the_vfs_after_a_revlog_is_opened_closes_it_once(
+    revlogs, closes, monkeypatch
+):
+    def interrupted(self, name):
+        raise KeyboardInterrupt
+
+    made = record_made(monkeypatch)
+    monkeypatch.setattr(vfsmod.vfs, '_fixfilemode', interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        revlogs.open(b'g.i')
+    monkeypatch.undo()
+    assert made[0].closed  # never writes into the number again
+    assert_the_dropped_file_leaves_its_number_alone(revlogs, closes, made)
 
 
 @needs_lane
@@ -775,23 +791,8 @@ def test_an_interrupt_as_a_revlog_file_is_made_leaves_the_number_alone(
     # the signal lands once the file object exists, before open_through
     # has it: the open closes the descriptor, and the dropped object must
     # not close the number once the next file has it
-    made = []
-    real = handover._handing_file
-
-    def interrupted(*args):
-        made.append(real(*args))
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(handover, '_handing_file', interrupted)
+    made = record_made(monkeypatch, interrupt=True)
     with pytest.raises(KeyboardInterrupt):
         revlogs.open(b'h.i')
     monkeypatch.undo()
-    fd = made[0]._fd
-    assert closes == [fd]
-    other = revlogs.open(b'other.i')
-    assert other.fileno() == fd
-    del made[0]
-    gc.collect()
-    assert closes == [fd]
-    assert is_open(fd)
-    other.close()
+    assert_the_dropped_file_leaves_its_number_alone(revlogs, closes, made)
