@@ -610,9 +610,16 @@ def test_a_revlog_hands_its_descriptor_over_as_it_closes(
 
 @needs_lane
 def test_a_revlog_opened_unbuffered_keeps_a_proxy(revlogs):
-    # open()'s own file then (the raw file itself), for HandedOverFile
+    # open()'s own file then (the raw file itself), for HandedOverFile.
+    # Opened as a vfs that opens unbuffered would (core's takes buffering=
+    # only from Mercurial 7.0 on)
+    from mercurial import util
+
+    def unbuffered(vfs, name, mode):
+        return util.posixfile(vfs.join(name), mode, 0)
+
     fp, fd = revlogs.files.open_through(
-        vfsmod.vfs.__call__, revlogs.vfs, b'b.i', b'w+', {'buffering': 0},
+        unbuffered, revlogs.vfs, b'b.i', b'w+b', {},
         handing=(b'b.i', None),
     )
     assert fd is not None and not handover.hands_itself_over(fp)
