@@ -467,6 +467,22 @@ def test_at_most_hold_total_bytes_wait_for_the_lane():
     assert handover.hold_limit(0) == handover.HOLD_MOST
 
 
+def assert_the_dropped_file_leaves_its_number_alone(opener, closes, made):
+    """``made[0]``, whose open failed, had its descriptor closed once; the
+    number goes to the next file ``opener.open()`` opens, and the dropped
+    one, collected, leaves it alone (``made[0]`` must be its last
+    reference)"""
+    fd = made[0]._fd
+    assert closes == [fd]
+    other = opener.open(b'other.i')
+    assert other.fileno() == fd
+    del made[0]
+    gc.collect()
+    assert closes == [fd]
+    assert is_open(fd)
+    other.close()
+
+
 @needs_lane
 def test_an_interrupt_as_the_file_is_made_closes_its_descriptor_once(
     direct, closes
@@ -483,18 +499,11 @@ def test_an_interrupt_as_the_file_is_made_closes_its_descriptor_once(
     direct.make = interrupted
     with pytest.raises(KeyboardInterrupt):
         direct.open(b'f.i')
-    fd = direct.made[0]._fd
-    assert closes == [fd]
     assert direct.files.fds == set()
-    # the number goes to the next file; the dropped one leaves it alone
     direct.make = make
-    other = direct.open(b'other.i')
-    assert other.fileno() == fd
-    del direct.made[0]
-    gc.collect()
-    assert closes == [fd]
-    assert is_open(fd)
-    other.close()
+    assert_the_dropped_file_leaves_its_number_alone(
+        direct, closes, direct.made
+    )
 
 
 @needs_lane
@@ -513,18 +522,10 @@ def test_an_interrupt_in_the_vfs_after_the_open_closes_it_once(
     with pytest.raises(KeyboardInterrupt):
         direct.open(b'g.i')
     monkeypatch.undo()
-    fp = direct.made[0]
-    fd = fp._fd
-    assert closes == [fd]
-    assert fp.closed  # never writes into the number again
-    # the number goes to the next file; the dropped one leaves it alone
-    other = direct.open(b'other.i')
-    assert other.fileno() == fd
-    del direct.made[0], fp
-    gc.collect()
-    assert closes == [fd]
-    assert is_open(fd)
-    other.close()
+    assert direct.made[0].closed  # never writes into the number again
+    assert_the_dropped_file_leaves_its_number_alone(
+        direct, closes, direct.made
+    )
 
 
 # a changegroup's revlogs: files that hand their descriptor over themselves
@@ -727,21 +728,6 @@ def record_made(monkeypatch, interrupt=False):
 
     monkeypatch.setattr(handover, '_handing_file', recorded)
     return made
-
-
-def assert_the_dropped_file_leaves_its_number_alone(revlogs, closes, made):
-    """``made[0]``, whose open failed, had its descriptor closed once; the
-    number goes to the next file, and the dropped one, collected, leaves
-    it alone"""
-    fd = made[0]._fd
-    assert closes == [fd]
-    other = revlogs.open(b'other.i')
-    assert other.fileno() == fd
-    del made[0]
-    gc.collect()
-    assert closes == [fd]
-    assert is_open(fd)
-    other.close()
 
 
 @needs_lane
