@@ -144,6 +144,10 @@ def _expected_files(args, kwargs):
     return expected if isinstance(expected, int) else -1
 
 
+# what a revlog passes to the 'r+' open of its index
+_R_PLUS_KWARGS = frozenset(['checkambig'])
+
+
 def vfsopen(session, orig, self, path, mode=b'rb', *args, **kwargs):
     if self is not session.rawvfs or not session.usable():
         return orig(self, path, mode, *args, **kwargs)
@@ -181,9 +185,10 @@ def vfsopen(session, orig, self, path, mode=b'rb', *args, **kwargs):
         or (path == missing and mode[:2] == b'r+')
     ):
         # checkambig: core's wrapper stats the file by name as it closes.
-        # A file just found missing: the open most likely fails again, at
-        # less cost through core alone (should it succeed, the file
-        # object is closed here, as a checkambig one is)
+        # A file just found missing, and there now (made meanwhile), or
+        # opened with other arguments than the stat above answers for:
+        # through core alone, the file object closed here, as a
+        # checkambig one is
         fp, fd = orig(self, path, mode, *args, **kwargs), None
     else:
         fp, fd = session.files.open_through(
@@ -195,10 +200,6 @@ def vfsopen(session, orig, self, path, mode=b'rb', *args, **kwargs):
     return handover.HandedOverFile(
         fp, closer, path, fd, session.files, onclose=session.closed_one
     )
-
-
-# what a revlog passes to the 'r+' open of its index
-_R_PLUS_KWARGS = frozenset(['checkambig'])
 
 
 def revloggroup(session, orig, self):
