@@ -42,10 +42,72 @@ def test_cheap_closes_stay_inline():
     assert policy.mode == policymod.INLINE
 
 
-def test_slow_closes_switch_within_a_few_dozen_files():
+def test_a_file_system_slow_from_the_first_file_switches_after_a_run():
+    # the estimate alone, one close counted at most OUTLIER thresholds,
+    # would take about ten closes
     policy = Policy(threshold=30e-6)
-    count = switch_after(policy, 700e-6)
-    assert count is not None and count <= 20
+    assert switch_after(policy, 700e-6) == Policy.SLOW_RUN
+    assert policy.estimate < policy.threshold
+
+
+def test_a_cheap_close_ends_the_run():
+    policy = Policy(threshold=30e-6)
+    for _ in range(Policy.SLOW_RUN - 1):
+        assert not policy.learn_inline(700e-6)
+    assert not policy.learn_inline(5e-6)
+    assert switch_after(policy, 700e-6) == Policy.SLOW_RUN
+
+
+def test_slow_closes_among_cheap_ones_switch_only_once_the_estimate_does():
+    # a writer preempted in every eighth close (a busy machine) makes no
+    # run; every other close slow still switches, by the estimate
+    policy = Policy(threshold=30e-6)
+    for _ in range(100):
+        for duration in (5e-3,) + (5e-6,) * 7:
+            assert not policy.learn_inline(duration)
+    closes = 0
+    while not policy.learn_inline(5e-6 if closes % 2 else 5e-3):
+        closes += 1
+        assert closes < 100
+    assert policy.estimate > policy.threshold
+
+
+def test_the_closes_after_a_slow_one_are_timed():
+    policy = Policy(threshold=30e-6, sample=8)
+    policy.learn_inline(5e-6)
+    assert policy.sample_every == 8
+    assert not policy.wants_cpu_time(probing=False)
+    policy.learn_inline(700e-6)
+    # the next close is timed, in CPU time too: the run's CPU share is
+    # known by its end, so that the pool starts at its right size
+    assert policy.sample_every == 1
+    assert policy.wants_cpu_time(probing=False)
+    policy.learn_inline(5e-6)
+    assert policy.sample_every == 8
+    assert not policy.wants_cpu_time(probing=False)
+
+
+def test_a_run_sizes_the_pool_from_its_fastest_close():
+    # closes that each also waited for a core, but one
+    policy = Policy(threshold=30e-6)
+    for duration in (2.4e-3, 0.8e-3, 1.9e-3):
+        assert not policy.learn_inline(duration)
+    assert policy.learn_inline(3e-3)
+    policy.switch_to_background(3e-3)
+    assert policy.latency == pytest.approx(0.8e-3)
+
+
+def test_closes_sent_back_inline_start_a_run_of_their_own():
+    policy = Policy(threshold=30e-6)
+    assert switch_after(policy, 700e-6)
+    policy.switch_to_background(700e-6)
+    policy.account(Policy.PROBE_FIRST)
+    while policy.take_probe():
+        policy.learn_probe(2e-6)
+    assert policy.mode == policymod.INLINE
+    # the run that switched the first time is spent
+    assert not policy.learn_inline(700e-6)
+    assert switch_after(policy, 700e-6) == Policy.SLOW_RUN - 1
 
 
 def test_one_preempted_close_among_cheap_ones_does_not_switch():

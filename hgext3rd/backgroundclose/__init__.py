@@ -168,10 +168,11 @@ The extension adds:
 ``backgroundclosethreshold``
   Close time, in microseconds, above which the adaptive mode switches to
   background closing.  It compares a smoothed mean of recent closes, so one
-  slow close among cheap ones does not switch it.  Now and then a few
-  closes are timed inline again: it switches back when they take less than
-  half of it, or no longer than handing a file to the threads took the
-  writer meanwhile (the threads cannot keep up). (default: 30)
+  slow close among cheap ones does not switch it; four slow closes in a row
+  switch it at once.  Now and then a few closes are timed inline again: it
+  switches back when they take less than half of it, or no longer than
+  handing a file to the threads took the writer meanwhile (the threads
+  cannot keep up). (default: 30)
 
 ``backgroundclosenative``
   Close files on threads written in C, which never wait for Python's

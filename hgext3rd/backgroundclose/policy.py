@@ -21,7 +21,10 @@ The three policies:
   slow close among cheap ones does not move it much, and no close counts
   for more than ``OUTLIER`` times the threshold: a writer preempted in the
   middle of a close is not a slow file system).  When the estimate exceeds
-  ``threshold`` seconds, closes go to background threads.  Now and then
+  ``threshold`` seconds, or ``SLOW_RUN`` closes timed one after the other
+  each took at least that long (a file system slow from the first file,
+  found without waiting for the estimate), closes go to background
+  threads.  Now and then
   (after ``PROBE_FIRST`` files, then twice as many each time it is
   confirmed) a few closes are timed inline again, to measure the file
   system without background threads in the way (a probe ends after
@@ -88,6 +91,10 @@ class Policy:
     SMOOTHING = 1.0 / 32
     # adaptive mode: most one close counts in the estimate, in thresholds
     OUTLIER = 4
+    # adaptive mode: timed closes in a row, each at least the threshold,
+    # that switch to the background whatever the estimate says: a writer
+    # preempted in one close does not make a run of them
+    SLOW_RUN = 4
     # background: weight of one hand-over in its estimate
     HANDOVER_SMOOTHING = 1.0 / 64
     # adaptive mode: weight of one close in the CPU share estimate
@@ -142,6 +149,10 @@ class Policy:
         self.threadless = False
         # adaptive, inline: smoothed close time measured on the submitters
         self.estimate = 0.0
+        # adaptive, inline: the latest timed closes in a row that each took
+        # the threshold or more, and the fastest of them
+        self._slowrun = 0
+        self._runfastest = 0.0
         # background: close latency measured without background threads in
         # the way (the close that made us switch, then each probe); what
         # threads measure also holds their wait for the GIL, which would
@@ -201,7 +212,8 @@ class Policy:
         the estimate is half way to a switch, which leaves a few closes to
         time before it)"""
         return probing or (
-            self.policy == ADAPTIVE and self.estimate * 2 > self.threshold
+            self.policy == ADAPTIVE
+            and (self.estimate * 2 > self.threshold or self._slowrun > 0)
         )
 
     def learn_cpu(self, duration, cpu):
@@ -224,22 +236,33 @@ class Policy:
         ``duration`` seconds.  True when closing should go to the
         background now: then start threads, and call switch_to_background()
         if any runs."""
+        slow = duration >= self.threshold
+        if not slow:
+            self._slowrun = 0
+        elif self._slowrun:
+            self._slowrun += 1
+            self._runfastest = min(self._runfastest, duration)
+        else:
+            self._slowrun = 1
+            self._runfastest = duration
         # a close is counted at most OUTLIER times the threshold: a thread
         # preempted in the middle of one close (4 update workers on 2
         # cores) would otherwise switch on its own, as 1/32 of a few
         # milliseconds is above the threshold; a real latency still
-        # switches, after about ten closes
+        # switches, after SLOW_RUN closes in a row
         if duration > self._outlier:
             duration = self._outlier
         estimate = self.estimate
         estimate += (duration - estimate) * self.SMOOTHING
         self.estimate = estimate
-        # closes a quarter of the way to a switch are each timed: a slow
-        # file system is then found within a few sampled closes
+        # closes a quarter of the way to a switch are each timed, and
+        # those after a slow one: a file system slow from the first file is
+        # then found in SLOW_RUN closes, their CPU share measured by all but
+        # the first (wants_cpu_time), so that the pool starts sized for it
         self.sample_every = (
-            1 if estimate * 4 > self.threshold else self.sample
+            1 if slow or estimate * 4 > self.threshold else self.sample
         )
-        if estimate <= self.threshold:
+        if estimate <= self.threshold and self._slowrun < self.SLOW_RUN:
             return False
         if self._retryat > 0:
             # the background did not pay last time: not yet
@@ -250,8 +273,16 @@ class Policy:
     def switch_to_background(self, duration):
         """threads run: hand closes over from now on; ``duration`` is the
         close that decided it"""
+        if self._slowrun:
+            # it ends a run of slow closes: the fastest of them, as the
+            # others may each hold a wait for a core (4 update workers on
+            # 2 cores), which would size the pool for a latency the file
+            # system does not have
+            duration = min(duration, self._runfastest)
         self.background = True
         self.switches += 1
+        # spent: closes sent back inline start a run of their own
+        self._slowrun = 0
         self._probeat = self._probeevery = self.PROBE_FIRST
         self._probeleft = 0
         # size the pool from the close just measured: the smoothed estimate
