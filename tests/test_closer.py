@@ -837,6 +837,39 @@ def test_a_forked_child_closes_here_what_the_parent_closed_on_the_lane(
     closer.finish()
 
 
+@pytest.mark.skipif(not closermod.native_available(),
+                    reason='the C lane is not built here')
+@pytest.mark.parametrize('maxqueue', [8, 384])
+def test_a_parked_lane_thread_is_woken_before_the_queue_is_full(
+    tmp_path, maxqueue
+):
+    # the lane wakes a parked thread once LANE_BATCH files wait, but never
+    # later than a quarter of the queue: a small queue (a low descriptor
+    # limit) would otherwise fill before any thread woke, and each file
+    # after it wait for room
+    closer = Closer(policy=closermod.BACKGROUND, native=True, owned=set(),
+                    threads=1, maxqueue=maxqueue, fdroom=None)
+    lane = closer._lane
+    batch = min(Closer.LANE_BATCH, maxqueue // 4)
+    assert lane.batch == batch
+    closer.start()
+    deadline = time.monotonic() + 10
+    try:
+        while lane.parked < 1:
+            assert time.monotonic() < deadline
+            time.sleep(0.001)
+        for number in range(batch):
+            fd = os.open(str(tmp_path / ('%d' % number)),
+                         os.O_WRONLY | os.O_CREAT)
+            closer.close(fd, b'%d' % number)
+        # closed without anyone waiting for them
+        while lane.closed < batch:
+            assert time.monotonic() < deadline, (lane.queued, lane.parked)
+            time.sleep(0.001)
+    finally:
+        closer.finish()
+
+
 def test_a_thread_interrupted_in_its_start_is_still_waited_for(monkeypatch):
     # Thread.start() makes the thread, then waits for it to run: a Ctrl-C
     # there leaves a running worker that finishing must still wait for

@@ -817,6 +817,12 @@ static PyObject *get_counter(Lane *self, void *which)
 	case 7:
 		value = self->held;
 		break;
+	case 8:
+		value = self->idle;
+		break;
+	case 9:
+		value = self->batch;
+		break;
 	}
 	pthread_mutex_unlock(&self->mutex);
 	return PyLong_FromLongLong(value);
@@ -848,6 +854,10 @@ static PyGetSetDef Lane_getset[] = {
      "bytes submitted to be written and not written yet", (void *)7},
     {"lasttoken", (getter)get_counter, NULL,
      "the token of the latest submission (-1: none yet)", (void *)6},
+    {"parked", (getter)get_counter, NULL,
+     "threads waiting for descriptors", (void *)8},
+    {"batch", (getter)get_counter, NULL,
+     "descriptors queued that wake a parked thread", (void *)9},
     {"seconds", (getter)get_seconds, NULL, "total time spent in close()",
      (void *)0},
     {"maxseconds", (getter)get_seconds, NULL, "longest close()",

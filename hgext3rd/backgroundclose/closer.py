@@ -24,14 +24,15 @@ made the closer or by ``finish()``; it is never lost.  Other threads that
 submit (the writer threads of a parallel stream apply) can ``record()``
 their own failures to be raised the same way.
 
-Parked workers are woken once a few files wait (``BATCH``), or whenever a
-submitter waits for closes to finish.  A closer made with ``tracknames=True``
-knows which names are still pending: ``wait_for(name)`` returns once no file
-handed over under that name is open any more, for files that are reopened
-(revlogs); ``wait()`` waits for every file handed over so far.  Both leave
-the closer running.  ``finish()`` is the one way to end it (leaving a
-``with`` block calls it): it closes everything, joins every thread, absorbs
-interrupts meanwhile within a bound, and raises the first failure.
+Parked workers are woken once a few files wait (``BATCH``; on the C lane
+more, ``LANE_BATCH``), or whenever a submitter waits for closes to finish.
+A closer made with ``tracknames=True`` knows which names are still pending:
+``wait_for(name)`` returns once no file handed over under that name is open
+any more, for files that are reopened (revlogs); ``wait()`` waits for every
+file handed over so far.  Both leave the closer running.  ``finish()`` is
+the one way to end it (leaving a ``with`` block calls it): it closes
+everything, joins every thread, absorbs interrupts meanwhile within a
+bound, and raises the first failure.
 
 Where the C module ``_closelane`` is built (POSIX), a closer made with
 ``native=True`` hands integer descriptors to a ``_closelane.Lane`` instead:
@@ -381,6 +382,14 @@ class Closer:
 
     # files queued before a parked worker is woken up
     BATCH = 4
+    # the same for a parked C lane thread, at most a quarter of the queue
+    # (a small one would fill first): a wake-up costs the submitter a
+    # system call and its thread a switch, where a thread that finds work
+    # as its close returns costs nothing.  With 4, slow closes had the
+    # threads parked and woken for one file in two (README, "Fewer
+    # wake-ups").  The files waiting meanwhile are open descriptors, within
+    # ``maxqueue``.
+    LANE_BATCH = 32
     # finish(): after an interrupt, the most seconds it still waits for
     # closes that hang
     GRACE = 5.0
@@ -499,7 +508,7 @@ class Closer:
             self._lane = _closelane.Lane(
                 maxqueue,
                 self._policy.maxthreads,
-                self.BATCH,
+                max(1, min(self.LANE_BATCH, maxqueue // 4)),
                 owned,
                 self._latesttokens,
             )
