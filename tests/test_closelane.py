@@ -326,6 +326,58 @@ def test_lane_records_names_and_owned_in_the_same_step(tmp_path):
     assert not any(is_open(fd) for fd in fds)
 
 
+def parked_lane(batch, threads=1):
+    """a lane of ``threads`` threads, every one parked"""
+    lane = closermod._closelane.Lane(64, threads, batch=batch)
+    assert lane.start(threads) == threads
+    deadline = time.monotonic() + 10
+    while lane.parked < threads:
+        assert time.monotonic() < deadline
+        time.sleep(0.001)
+    return lane
+
+
+def closed_in_time(lane, count):
+    """whether ``count`` closes are done within 10 s, no one waiting"""
+    deadline = time.monotonic() + 10
+    while lane.closed < count:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.001)
+    return True
+
+
+def test_fewer_than_a_batch_wait_until_kicked(tmp_path):
+    # the closer kicks the lane when closing goes back inline: no more
+    # descriptors may come to make a batch
+    fds = open_files(tmp_path, 3)
+    lane = parked_lane(batch=16)
+    try:
+        for fd in fds:
+            lane.submit(fd, b'f')
+        assert (lane.queued, lane.parked) == (3, 1)
+        lane.kick()
+        assert closed_in_time(lane, 3)
+    finally:
+        lane.stop()
+    assert not any(is_open(fd) for fd in fds)
+
+
+def test_a_stop_out_of_time_still_wakes_the_parked_threads(tmp_path):
+    # stop(0) returns at once, before waiting; the threads it woke close
+    # what is queued all the same, not left to an abandon()
+    fds = open_files(tmp_path, 3)
+    lane = parked_lane(batch=16)
+    try:
+        for fd in fds:
+            lane.submit(fd, b'f')
+        assert lane.stop(0) in (False, True)
+        assert closed_in_time(lane, 3)
+    finally:
+        assert lane.stop()
+    assert not any(is_open(fd) for fd in fds)
+
+
 def test_lane_writes_what_it_is_given_then_closes(tmp_path):
     fds = [os.open(str(tmp_path / name), WRITE) for name in ('f0', 'f1')]
     owned = set(fds)

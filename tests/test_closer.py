@@ -859,12 +859,60 @@ def test_a_parked_lane_thread_is_woken_before_the_queue_is_full(
             assert time.monotonic() < deadline
             time.sleep(0.001)
         for number in range(batch):
+            if number == batch - 1:
+                # one short of a batch: none woken yet
+                assert (lane.queued, lane.parked) == (batch - 1, 1)
             fd = os.open(str(tmp_path / ('%d' % number)),
                          os.O_WRONLY | os.O_CREAT)
             closer.close(fd, b'%d' % number)
         # closed without anyone waiting for them
         while lane.closed < batch:
             assert time.monotonic() < deadline, (lane.queued, lane.parked)
+            time.sleep(0.001)
+    finally:
+        closer.finish()
+
+
+@pytest.mark.skipif(not closermod.native_available(),
+                    reason='the C lane is not built here')
+def test_closes_sent_back_inline_leave_nothing_queued_on_the_lane(tmp_path):
+    # a probe finds closes cheap again: the descriptors queued on the lane
+    # since its thread parked (fewer than a batch) are closed then, not
+    # left open until the closer finishes
+    slow = [True]
+
+    def closefn(fd):
+        if slow[0]:
+            time.sleep(0.002)
+        os.close(fd)
+
+    closer = Closer(policy=closermod.ADAPTIVE, native=True, owned=set(),
+                    threads=1, maxthreads=1, closefn=closefn, fdroom=None)
+    closer.decisions.PROBE_FIRST = 8  # from the switch on
+    lane = closer._lane
+    made = [0]
+
+    def close_one():
+        fd = os.open(str(tmp_path / ('%d' % made[0])),
+                     os.O_WRONLY | os.O_CREAT)
+        made[0] += 1
+        closer.close(fd, b'f')
+
+    try:
+        while closer.decisions.mode == closermod.INLINE:
+            close_one()
+            assert made[0] <= Closer.LANE_BATCH
+        slow[0] = False
+        deadline = time.monotonic() + 10
+        while lane.parked < 1:
+            assert time.monotonic() < deadline
+            time.sleep(0.001)
+        while closer.decisions.mode == closermod.BACKGROUND:
+            close_one()
+            assert made[0] <= Closer.LANE_BATCH
+        assert lane.lasttoken >= 0  # some went to the lane
+        while lane.queued:
+            assert time.monotonic() < deadline, lane.queued
             time.sleep(0.001)
     finally:
         closer.finish()

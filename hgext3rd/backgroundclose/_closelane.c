@@ -268,6 +268,11 @@ static int wait_satisfied(Lane *self, enum waitfor what, long long through)
 static int wait_unlocked(Lane *self, enum waitfor what, long long through,
                          int interruptible, long long until_ns)
 {
+	if (!wait_satisfied(self, what, through))
+		/* wake parked threads now: they wait for a batch otherwise,
+		 * and a deadline already past returns before the loop does
+		 * (stop(0), then abandon(), would leave them queued) */
+		pthread_cond_broadcast(&self->work);
 	while (!wait_satisfied(self, what, through)) {
 		int satisfied;
 		if (until_ns >= 0 && now_ns() >= until_ns)
@@ -627,7 +632,7 @@ static PyObject *Lane_submit(Lane *self, PyObject *args, PyObject *kwds)
 	self->queued++;
 	if (self->queued + self->inflight > self->peak)
 		self->peak = self->queued + self->inflight;
-	/* wake a parked thread only once a few entries wait and the busy
+	/* wake a parked thread only once ``batch`` entries wait and the busy
 	 * threads have more than one each: one that finds work as it finishes
 	 * costs nothing, one woken up costs a futex round trip */
 	if (self->idle && self->queued >= self->batch &&
@@ -708,6 +713,23 @@ PyDoc_STRVAR(stop_doc,
              "seconds (if not negative) return False instead.  If "
              "interrupted or timed out,\n"
              "nothing is stopped: call it again, or abandon().");
+
+PyDoc_STRVAR(kick_doc,
+             "kick()\n\n"
+             "Wake the parked threads if any descriptor is queued: those "
+             "queued are closed\n"
+             "now, though fewer than ``batch`` wait (no more may come).");
+
+static PyObject *Lane_kick(Lane *self, PyObject *Py_UNUSED(ignored))
+{
+	if (check_usable(self) < 0)
+		return NULL;
+	pthread_mutex_lock(&self->mutex);
+	if (self->queued && self->idle)
+		pthread_cond_broadcast(&self->work);
+	pthread_mutex_unlock(&self->mutex);
+	Py_RETURN_NONE;
+}
 
 static PyObject *Lane_stop(Lane *self, PyObject *args)
 {
@@ -871,6 +893,7 @@ static PyMethodDef Lane_methods[] = {
      METH_VARARGS | METH_KEYWORDS, submit_doc},
     {"wait", (PyCFunction)Lane_wait, METH_VARARGS, wait_doc},
     {"stop", (PyCFunction)Lane_stop, METH_VARARGS, stop_doc},
+    {"kick", (PyCFunction)Lane_kick, METH_NOARGS, kick_doc},
     {"abandon", (PyCFunction)Lane_abandon, METH_NOARGS, abandon_doc},
     {"failures", (PyCFunction)Lane_failures, METH_VARARGS, failures_doc},
     {NULL},

@@ -52,8 +52,8 @@ the same cores, so the pool stops at the core count.
 
 Only one inline close in ``sample`` is timed for the policy while closes
 are cheap, as timing costs each close more than closing a file on a fast
-local disk; once the estimate is a quarter of the threshold, every close
-is.  (A shown report times the others too, for itself: the closer's
+local disk; once the estimate is a quarter of the threshold, or after a
+close that took the threshold or more, every close is.  (A shown report times the others too, for itself: the closer's
 ``timeall``.)
 
 So few files that threads are not worth starting (``expectedcount`` below
@@ -209,8 +209,8 @@ class Policy:
     def wants_cpu_time(self, probing):
         """whether to time the next inline close in CPU time too (a system
         call each time: not for closes that are cheap anyway, only once
-        the estimate is half way to a switch, which leaves a few closes to
-        time before it)"""
+        the estimate is half way to a switch, or after a slow close, which
+        leaves a few closes to time before it)"""
         return probing or (
             self.policy == ADAPTIVE
             and (self.estimate * 2 > self.threshold or self._slowrun > 0)
@@ -236,7 +236,10 @@ class Policy:
         ``duration`` seconds.  True when closing should go to the
         background now: then start threads, and call switch_to_background()
         if any runs."""
-        slow = duration >= self.threshold
+        # a run counts inline closes only: in the background, a file
+        # object the C lane does not take is closed inline too, and its
+        # run would be a stale one once closes come back inline
+        slow = duration >= self.threshold and not self.background
         if not slow:
             self._slowrun = 0
         elif self._slowrun:
@@ -278,15 +281,18 @@ class Policy:
             # others may each hold a wait for a core (4 update workers on
             # 2 cores), which would size the pool for a latency the file
             # system does not have
-            duration = min(duration, self._runfastest)
+            # (at least the threshold: another writer thread may have
+            # begun a run meanwhile, unlocked)
+            duration = max(self.threshold, min(duration, self._runfastest))
         self.background = True
         self.switches += 1
         # spent: closes sent back inline start a run of their own
         self._slowrun = 0
         self._probeat = self._probeevery = self.PROBE_FIRST
         self._probeleft = 0
-        # size the pool from the close just measured: the smoothed estimate
-        # lags far behind a latency that is high from the start
+        # size the pool from the close just measured (or the run's
+        # fastest): the smoothed estimate lags far behind a latency that is
+        # high from the start
         self.latency = max(self.latency, duration)
         self._probing = False
         self._wincount = 0
@@ -395,6 +401,7 @@ class Policy:
             self.background = False
             self.switches += 1
             self.estimate = mean
+            self._slowrun = 0
             if cheap:
                 self._retryat = 0
                 self._retryevery = self.PROBE_FIRST
