@@ -337,6 +337,16 @@ def parked_lane(batch, threads=1):
     return lane
 
 
+def queued_on_a_parked_lane(tmp_path, count, batch):
+    """``count`` descriptors submitted to a lane whose one thread is
+    parked, fewer than ``batch``: the lane and the descriptors"""
+    fds = open_files(tmp_path, count)
+    lane = parked_lane(batch)
+    for fd in fds:
+        lane.submit(fd, b'f')
+    return lane, fds
+
+
 def closed_in_time(lane, count):
     """whether ``count`` closes are done within 10 s, no one waiting"""
     deadline = time.monotonic() + 10
@@ -350,11 +360,8 @@ def closed_in_time(lane, count):
 def test_fewer_than_a_batch_wait_until_kicked(tmp_path):
     # the closer kicks the lane when closing goes back inline: no more
     # descriptors may come to make a batch
-    fds = open_files(tmp_path, 3)
-    lane = parked_lane(batch=16)
+    lane, fds = queued_on_a_parked_lane(tmp_path, 3, batch=16)
     try:
-        for fd in fds:
-            lane.submit(fd, b'f')
         assert (lane.queued, lane.parked) == (3, 1)
         lane.kick()
         assert closed_in_time(lane, 3)
@@ -366,11 +373,8 @@ def test_fewer_than_a_batch_wait_until_kicked(tmp_path):
 def test_a_stop_out_of_time_still_wakes_the_parked_threads(tmp_path):
     # stop(0) returns at once, before waiting; the threads it woke close
     # what is queued all the same, not left to an abandon()
-    fds = open_files(tmp_path, 3)
-    lane = parked_lane(batch=16)
+    lane, fds = queued_on_a_parked_lane(tmp_path, 3, batch=16)
     try:
-        for fd in fds:
-            lane.submit(fd, b'f')
         assert lane.stop(0) in (False, True)
         assert closed_in_time(lane, 3)
     finally:

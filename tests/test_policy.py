@@ -97,34 +97,39 @@ def test_a_run_sizes_the_pool_from_its_fastest_close():
     assert policy.latency == pytest.approx(0.8e-3)
 
 
-def test_slow_closes_made_inline_in_the_background_are_no_run():
-    # a file object the C lane does not take is closed inline in the
-    # background too: once closes come back inline, one slow close does
-    # not switch again
+def switched_by_a_run():
+    """a policy that went to the background after slow closes"""
     policy = Policy(threshold=30e-6)
     assert switch_after(policy, 700e-6)
     policy.switch_to_background(700e-6)
-    for _ in range(2 * Policy.SLOW_RUN):
-        assert not policy.learn_inline(700e-6)
-    assert policy._slowrun == 0
+    return policy
+
+
+def sent_back_inline_by_a_cheap_probe(policy):
     policy.account(Policy.PROBE_FIRST)
     while policy.take_probe():
         policy.learn_probe(2e-6)
     assert policy.mode == policymod.INLINE
+
+
+def test_slow_closes_made_inline_in_the_background_are_no_run():
+    # a file object the C lane does not take is closed inline in the
+    # background too: once closes come back inline, one slow close does
+    # not switch again
+    policy = switched_by_a_run()
+    for _ in range(2 * Policy.SLOW_RUN):
+        assert not policy.learn_inline(700e-6)
+    assert policy._slowrun == 0
+    sent_back_inline_by_a_cheap_probe(policy)
     assert not policy.learn_inline(700e-6)
 
 
 def test_a_run_counted_by_a_racing_thread_ends_with_the_background():
     # another writer thread read ``background`` just before the switch and
     # counted its slow close after it: gone once closes come back inline
-    policy = Policy(threshold=30e-6)
-    assert switch_after(policy, 700e-6)
-    policy.switch_to_background(700e-6)
+    policy = switched_by_a_run()
     policy._slowrun = Policy.SLOW_RUN
-    policy.account(Policy.PROBE_FIRST)
-    while policy.take_probe():
-        policy.learn_probe(2e-6)
-    assert policy.mode == policymod.INLINE
+    sent_back_inline_by_a_cheap_probe(policy)
     assert not policy.learn_inline(700e-6)
 
 
@@ -139,13 +144,8 @@ def test_a_run_never_sizes_the_pool_below_the_threshold():
 
 
 def test_closes_sent_back_inline_start_a_run_of_their_own():
-    policy = Policy(threshold=30e-6)
-    assert switch_after(policy, 700e-6)
-    policy.switch_to_background(700e-6)
-    policy.account(Policy.PROBE_FIRST)
-    while policy.take_probe():
-        policy.learn_probe(2e-6)
-    assert policy.mode == policymod.INLINE
+    policy = switched_by_a_run()
+    sent_back_inline_by_a_cheap_probe(policy)
     # the run that switched the first time is spent
     assert not policy.learn_inline(700e-6)
     assert switch_after(policy, 700e-6) == Policy.SLOW_RUN - 1

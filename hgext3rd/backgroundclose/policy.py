@@ -286,8 +286,6 @@ class Policy:
             duration = max(self.threshold, min(duration, self._runfastest))
         self.background = True
         self.switches += 1
-        # spent: closes sent back inline start a run of their own
-        self._slowrun = 0
         self._probeat = self._probeevery = self.PROBE_FIRST
         self._probeleft = 0
         # size the pool from the close just measured (or the run's
@@ -401,6 +399,8 @@ class Policy:
             self.background = False
             self.switches += 1
             self.estimate = mean
+            # closes back inline start a run of their own (one counted by
+            # another writer thread as this one switched would be stale)
             self._slowrun = 0
             if cheap:
                 self._retryat = 0
