@@ -24,17 +24,16 @@ made the closer or by ``finish()``; it is never lost.  Other threads that
 submit (the writer threads of a parallel stream apply) can ``record()``
 their own failures to be raised the same way.
 
-Parked workers are woken once a few files wait (``BATCH``; on the C lane
-up to ``LANE_BATCH``, at most a quarter of the queue), whenever a submitter
+Parked workers are woken once a few files wait (``BATCH``; on the C lane up
+to ``LANE_BATCH``, at most a quarter of the queue), whenever a submitter
 waits for closes to finish, and on the C lane when closing goes back
-inline.
-A closer made with ``tracknames=True`` knows which names are still pending:
-``wait_for(name)`` returns once no file handed over under that name is open
-any more, for files that are reopened (revlogs); ``wait()`` waits for every
-file handed over so far.  Both leave the closer running.  ``finish()`` is
-the one way to end it (leaving a ``with`` block calls it): it closes
-everything, joins every thread, absorbs interrupts meanwhile within a
-bound, and raises the first failure.
+inline.  A closer made with ``tracknames=True`` knows which names are still
+pending: ``wait_for(name)`` returns once no file handed over under that
+name is open any more, for files that are reopened (revlogs); ``wait()``
+waits for every file handed over so far.  Both leave the closer running.
+``finish()`` is the one way to end it (leaving a ``with`` block calls it):
+it closes everything, joins every thread, absorbs interrupts meanwhile
+within a bound, and raises the first failure.
 
 Where the C module ``_closelane`` is built (POSIX), a closer made with
 ``native=True`` hands integer descriptors to a ``_closelane.Lane`` instead:
@@ -389,8 +388,8 @@ class Closer:
     # system call and its thread a switch, where a thread that finds work
     # as its close returns costs nothing.  With 4, slow closes had the
     # threads parked and woken for one file in two (README, "A quicker
-    # switch, and fewer wake-ups").  The files waiting meanwhile are open descriptors, within
-    # ``maxqueue``.
+    # switch, and fewer wake-ups").  The files waiting meanwhile are open
+    # descriptors, within ``maxqueue``.
     LANE_BATCH = 32
     # finish(): after an interrupt, the most seconds it still waits for
     # closes that hang

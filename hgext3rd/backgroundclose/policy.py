@@ -23,22 +23,21 @@ The three policies:
   middle of a close is not a slow file system).  When the estimate exceeds
   ``threshold`` seconds, or ``SLOW_RUN`` closes timed one after the other
   each took at least that long (a file system slow from the first file,
-  found without waiting for the estimate), closes go to background
-  threads.  Now and then
-  (after ``PROBE_FIRST`` files, then twice as many each time it is
-  confirmed) a few closes are timed inline again, to measure the file
+  found without waiting for the estimate), closes go to background threads.
+  Now and then (after ``PROBE_FIRST`` files, then twice as many each time
+  it is confirmed) a few closes are timed inline again, to measure the file
   system without background threads in the way (a probe ends after
   ``PROBE_LEAST`` closes that are too slow for any outcome but staying in
   the background, unless their CPU share disagrees with the estimate: each
-  costs the writer a whole slow close).  Closing goes back inline
-  when those are cheap (below half the threshold), or when they cost the
-  writer no more than handing a file over did meanwhile: the hand-over is
-  timed too (the queue's lock, and waiting for room when the threads fall
-  behind, as closes that burn CPU on few cores make them; on the C lane,
-  one hand-over a sizing window, which stands for the files handed over
-  without asking since).  Closes sent back inline that way try the
-  background again after ``PROBE_FIRST`` slow closes, then twice as many
-  each time that does not pay either.
+  costs the writer a whole slow close).  Closing goes back inline when those
+  are cheap (below half the threshold), or when they cost the writer no
+  more than handing a file over did meanwhile: the hand-over is timed too
+  (the queue's lock, and waiting for room when the threads fall behind, as
+  closes that burn CPU on few cores make them; on the C lane, one hand-over
+  a sizing window, which stands for the files handed over without asking
+  since).  Closes sent back inline that way try the background again after
+  ``PROBE_FIRST`` slow closes, then twice as many each time that does not
+  pay either.
 
 Sizing, in background mode: at every ``window`` submissions, as many
 threads as keep the submitter from waiting (close latency divided by the
@@ -53,8 +52,8 @@ the same cores, so the pool stops at the core count.
 Only one inline close in ``sample`` is timed for the policy while closes
 are cheap, as timing costs each close more than closing a file on a fast
 local disk; once the estimate is a quarter of the threshold, or after a
-close that took the threshold or more, every close is.  (A shown report times the others too, for itself: the closer's
-``timeall``.)
+close that took the threshold or more, every close is.  (A shown report
+times the others too, for itself: the closer's ``timeall``.)
 
 So few files that threads are not worth starting (``expectedcount`` below
 ``minfilecount``, core's meaning of backgroundcloseminfilecount) are closed
