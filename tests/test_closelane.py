@@ -31,6 +31,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from fdcheck import is_open, left_open  # noqa: E402
 from scheduling import under_chosen_policy  # noqa: E402
+from waiting import true_by  # noqa: E402
 from hgext3rd.backgroundclose import closer as closermod  # noqa: E402
 
 Closer = closermod.Closer
@@ -330,10 +331,7 @@ def parked_lane(batch, threads=1):
     """a lane of ``threads`` threads, every one parked"""
     lane = closermod._closelane.Lane(64, threads, batch=batch)
     assert lane.start(threads) == threads
-    deadline = time.monotonic() + 10
-    while lane.parked < threads:
-        assert time.monotonic() < deadline
-        time.sleep(0.001)
+    assert true_by(time.monotonic() + 10, lambda: lane.parked >= threads)
     return lane
 
 
@@ -349,12 +347,7 @@ def queued_on_a_parked_lane(tmp_path, count, batch):
 
 def closed_in_time(lane, count):
     """whether ``count`` closes are done within 10 s, no one waiting"""
-    deadline = time.monotonic() + 10
-    while lane.closed < count:
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.001)
-    return True
+    return true_by(time.monotonic() + 10, lambda: lane.closed >= count)
 
 
 def test_fewer_than_a_batch_wait_until_kicked(tmp_path):

@@ -20,6 +20,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 from hgext3rd.backgroundclose import closer as closermod  # noqa: E402
 from scheduling import under_chosen_policy  # noqa: E402
+from waiting import true_by  # noqa: E402
 
 Closer = closermod.Closer
 
@@ -855,9 +856,7 @@ def test_a_parked_lane_thread_is_woken_before_the_queue_is_full(
     closer.start()
     deadline = time.monotonic() + 10
     try:
-        while lane.parked < 1:
-            assert time.monotonic() < deadline
-            time.sleep(0.001)
+        assert true_by(deadline, lambda: lane.parked >= 1)
         for number in range(batch):
             if number == batch - 1:
                 # one short of a batch: none woken yet
@@ -866,9 +865,8 @@ def test_a_parked_lane_thread_is_woken_before_the_queue_is_full(
                          os.O_WRONLY | os.O_CREAT)
             closer.close(fd, b'%d' % number)
         # closed without anyone waiting for them
-        while lane.closed < batch:
-            assert time.monotonic() < deadline, (lane.queued, lane.parked)
-            time.sleep(0.001)
+        assert true_by(deadline, lambda: lane.closed >= batch), (
+            lane.queued, lane.parked)
     finally:
         closer.finish()
 
@@ -904,16 +902,12 @@ def test_closes_sent_back_inline_leave_nothing_queued_on_the_lane(tmp_path):
             assert made[0] <= Closer.LANE_BATCH
         slow[0] = False
         deadline = time.monotonic() + 10
-        while lane.parked < 1:
-            assert time.monotonic() < deadline
-            time.sleep(0.001)
+        assert true_by(deadline, lambda: lane.parked >= 1)
         while closer.decisions.mode == closermod.BACKGROUND:
             close_one()
             assert made[0] <= Closer.LANE_BATCH
         assert lane.lasttoken >= 0  # some went to the lane
-        while lane.queued:
-            assert time.monotonic() < deadline, lane.queued
-            time.sleep(0.001)
+        assert true_by(deadline, lambda: not lane.queued), lane.queued
     finally:
         closer.finish()
 

@@ -1,0 +1,19 @@
+# waiting.py - polling for what another thread does, for the unit tests
+#
+# Copyright 2026 hg-backgroundclose contributors
+#
+# This software may be used and distributed according to the terms of the
+# GNU General Public License version 2 or any later version.
+
+import time
+
+
+def true_by(deadline, condition):
+    """whether ``condition()`` holds by ``deadline`` (``time.monotonic()``),
+    asked every millisecond: for what close threads do while no one waits
+    for them"""
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.001)
+    return True
