@@ -98,6 +98,28 @@ def test_timed_each_mkdir_counts_once_with_its_duration(tmp_path):
     assert dirs.stat.max <= dirs.stat.seconds
 
 
+def test_timed_each_mkdir_its_own_time_from_one_clock_read_each(
+    tmp_path, monkeypatch
+):
+    # a clock that moves 1, 2, 3, ... seconds from one read to the next:
+    # each mkdir takes from the read that ended the one before it
+    reads = []
+
+    def clock():
+        reads.append(None)
+        return float(sum(range(len(reads) + 1)))
+
+    monkeypatch.setattr(directories.util, 'timer', clock)
+    dirs = directories.Directories(timed=True)
+    dirs.prepare(bytes(tmp_path), b'data/a/b')
+    # reads at 1, 3, 6, 10: mkdirs of 2, 3 and 4 seconds
+    assert len(reads) == 4
+    assert (dirs.stat.count, dirs.stat.seconds, dirs.stat.max) == (3, 9, 4)
+    dirs.prepare(bytes(tmp_path), b'data/c')
+    # reads at 15, 21
+    assert (dirs.stat.count, dirs.stat.seconds, dirs.stat.max) == (4, 15, 6)
+
+
 def test_a_failed_mkdir_keeps_what_was_made_before_it_known(tmp_path):
     root = bytes(tmp_path)
     (tmp_path / 'data').mkdir()

@@ -243,11 +243,17 @@ class OpStat:
         if duration > self.max:
             self.max = duration
 
+    def add_many(self, count, seconds, longest=0.0):
+        """``count`` operations that took ``seconds`` in all, the longest
+        ``longest``"""
+        self.count += count
+        self.seconds += seconds
+        if longest > self.max:
+            self.max = longest
+
     def merge(self, other):
-        self.count += other.count
-        self.seconds += other.seconds
+        self.add_many(other.count, other.seconds, other.max)
         self.bytes += other.bytes
-        self.max = max(self.max, other.max)
 
     @property
     def mean(self):
@@ -441,6 +447,10 @@ class Closer:
         # does not sample are timed all the same, for the stats book only
         # (the policy decides as it would without a report)
         self._timeall = timeall
+        # the owner thread's 'close' entry of the stats book, once looked
+        # up: a report times every close, and the lookup costs as much as
+        # the timing
+        self._ownclose = None
         # hand-overs to the C lane that need no decision of the policy, left
         # before the next one that does, and how many were granted: those
         # go straight to the lane, untimed, and are counted by the next
@@ -683,9 +693,10 @@ class Closer:
             self._untimed -= 1
             if self._timeall:
                 # not sampled by the policy, timed for a report
-                self._close_timed(
-                    target, name, self._book.mine()['close'], self._clock()
-                )
+                stat = self._ownclose
+                if stat is None:
+                    stat = self._ownclose = self._book.mine()['close']
+                self._close_timed(target, name, stat, self._clock())
             else:
                 self._untimedcount += 1
                 try:
@@ -1424,6 +1435,7 @@ class Closer:
         self._stopping = True
         self._policy.disown()
         self._owner = threading.get_ident()
+        self._ownclose = None
         if self._queuednames is not None:
             self._queuednames = {}
         # the lane's threads and mutex are the parent's too

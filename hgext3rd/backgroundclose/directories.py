@@ -80,13 +80,16 @@ class Directories:
             if len(known) + len(missing) > self.MOST:
                 known.clear()
         # a stream of a deep tree makes about two directories a file: one
-        # lock, no clock and no call per directory here but core's makedir
+        # lock, and no call per directory here but core's makedir and, if
+        # timed, one clock read (each mkdir ends where the next begins)
         prefix = self._prefixes[root]
         join = os.path.join
-        timed = self._timed
+        clock = util.timer if self._timed else None
         done = []  # made, or found existing
         made = existing = calls = 0
-        durations = [] if timed else None
+        total = longest = 0.0
+        if clock is not None:
+            start = clock()
         try:
             for dirname in reversed(missing):
                 # an absolute name (one the audit let through, inside the
@@ -96,7 +99,6 @@ class Directories:
                     else join(root, dirname)
                 )
                 calls += 1
-                start = util.timer() if timed else None
                 try:
                     util.makedir(name, notindexed)
                 except FileExistsError:
@@ -112,8 +114,13 @@ class Directories:
                     if createmode is not None:
                         os.chmod(name, createmode)
                 done.append(dirname)
-                if timed:
-                    durations.append(util.timer() - start)
+                if clock is not None:
+                    end = clock()
+                    duration = end - start
+                    start = end
+                    total += duration
+                    if duration > longest:
+                        longest = duration
         finally:
             with self._lock:
                 # known only once made: another thread that finds it known
@@ -121,10 +128,6 @@ class Directories:
                 known.update(done)
                 self.created += made
                 self.existing += existing
-                stat = self.stat
-                if timed:
-                    for duration in durations:
-                        stat.add(duration)
-                else:
-                    stat.count += calls
+                # a failed mkdir is counted, untimed (it raised)
+                self.stat.add_many(calls, total, longest)
 
