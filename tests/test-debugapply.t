@@ -72,6 +72,24 @@ The report as JSON, one object per apply:
   ['count', 'max', 'mean', 'seconds']
   adaptive True
 
+With worker.backgroundclosereport set to false, the apply alone, as core's
+command; -T still asks for the report:
+
+  $ hg init rq
+  $ hg -R rq debugapplystreamclonebundle v1.hg \
+  >   --config worker.backgroundclosereport=false
+  * files to transfer, * of data (glob)
+  stream-cloned * files / * in * seconds (*/sec) (glob)
+  $ hg -R rq verify -q
+  $ hg init rq2
+  $ hg -R rq2 -q debugapplystreamclonebundle v2.hg \
+  >   --config worker.backgroundclosereport=no
+  $ hg -R rq2 verify -q
+  $ hg init rq3
+  $ hg -R rq3 -q debugapplystreamclonebundle v3.hg -T '{format} {files}\n' \
+  >   --config worker.backgroundclosereport=false
+  v3 3[0-9][0-9] (re)
+
 Every format counts one open and one close per file (by the closer, or by
 a writer thread that wrote the file whole), and the bytes written add up to
 the data in the bundle; also with writer threads forced on:

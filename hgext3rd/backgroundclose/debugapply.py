@@ -9,7 +9,9 @@
 Core only applies packed1 (v1) bundles here.  A bundle2 stream bundle is
 applied the way ``hg unbundle`` applies it (lock, transaction, bundle2 part
 handlers), so every check core makes on the way still applies.  Whatever the
-format, the command then prints the timing report.
+format, the command then prints the timing report, unless
+``worker.backgroundclosereport`` is set to false (and ``-T`` not given):
+then nothing is timed either.
 """
 
 from mercurial.i18n import _
@@ -33,8 +35,9 @@ DOCSTRING = """
     With the backgroundclose extension, stream bundles of every format are
     accepted: packed1 (v1, from :hg:`debugcreatestreamclonebundle`) and
     bundle2 stream bundles (v2 and v3, from :hg:`bundle --type
-    "none-v2;stream=v2"`).  A timing report follows the apply; use
-    ``-T json`` for a machine-readable one.
+    "none-v2;stream=v2"`).  A timing report follows the apply, unless
+    ``worker.backgroundclosereport`` is set to false; use ``-T json`` for
+    a machine-readable one.
 """
 
 
@@ -73,6 +76,10 @@ def _apply(ui, repo, orig, fname):
 def debugapplystreamclonebundle(orig, ui, repo, fname, **opts):
     opts = pycompat.byteskwargs(opts)
     settings.validate(ui)
+    if settings.report_declined(ui) and not opts.get(b'template'):
+        # the apply alone, as core's command (nothing timed for a report)
+        _apply(ui, repo, orig, fname)
+        return
     style = settings.report(ui)
     if style != settings.REPORT_JSON:
         style = settings.REPORT_TEXT

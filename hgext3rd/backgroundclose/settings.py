@@ -126,6 +126,16 @@ def report(ui):
     return REPORT_TEXT if flag else REPORT_OFF
 
 
+def report_declined(ui):
+    """whether ``worker.backgroundclosereport`` is set to false: unset, a
+    command whose output is the report (debugapplystreamclonebundle)
+    prints it all the same"""
+    return (
+        report(ui) == REPORT_OFF
+        and ui.config(SECTION, b'backgroundclosereport') is not None
+    )
+
+
 def validate(ui):
     """check every setting now, so that a typo aborts before any write"""
     closer_options(ui)
