@@ -32,7 +32,8 @@ all: test
 
 venv: $(STAMP)
 
-$(STAMP): setup.py hgext3rd/backgroundclose/_closelane.c
+$(STAMP): setup.py hgext3rd/backgroundclose/_closelane.c \
+		hgext3rd/backgroundclose/_opstat.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet "mercurial==$(HG_VERSION)" pytest cram hypothesis

@@ -50,7 +50,6 @@ the file object over it forget what it still buffers.
 
 import io
 import os
-import time
 import weakref
 
 from mercurial import (
@@ -507,14 +506,14 @@ class DescriptorFile(_WithBlock):
         self._hold = 0
         if self._held is not None:
             self._write_held()
-        start = time.perf_counter() if self._timed else None
+        start = closermod.stat_clock() if self._timed else None
         size = self._write(data)
         self._offset += size
         if stat is not None:
             if start is None:
                 stat.bytes += size
             else:
-                stat.add(time.perf_counter() - start, size)
+                stat.since(start, size)
         return size
 
     def _write(self, data):
@@ -796,12 +795,12 @@ class HandedOverFile(_WithBlock):
         return result
 
     def write(self, data):
-        start = time.perf_counter()
+        start = closermod.stat_clock()
         try:
             result = self._fp.write(data)
         except OSError as exc:
             raise closermod.FileError(self._name, exc, 'writing') from exc
-        self._writestat.add(time.perf_counter() - start, len(data))
+        self._writestat.since(start, len(data))
         return result
 
     def close(self):

@@ -804,7 +804,7 @@ class ApplySession(sessionmod.Session):
             directories.prepare(base, dirname, vfs.createmode)
         files = self.files
         name = files.join(vfs, path)
-        start = util.timer() if self.timed else None
+        start = closermod.stat_clock() if self.timed else None
         remade = False
         while True:
             try:
@@ -828,7 +828,7 @@ class ApplySession(sessionmod.Session):
         # closes the descriptor
         vfs._fixfilemode(name)
         if start is not None:
-            self.opens.add(util.timer() - start)
+            self.opens.since(start)
         self._lastcore = False
         return fp
 
@@ -855,12 +855,12 @@ class ApplySession(sessionmod.Session):
         opened the file itself), the table its writes go to"""
         # the session opens on the main thread only: its tables are
         # self.writes and the one it belongs to
-        start = util.timer() if self.timed else None
+        start = closermod.stat_clock() if self.timed else None
         fp, fd = self.files.open_through(
             orig, vfs, path, mode, kwargs, direct=self._descriptor_file
         )
         if start is not None:
-            self.opens.add(util.timer() - start)
+            self.opens.since(start)
         return fp, fd, self.writes
 
     def _descriptor_file(self, fd, name):
@@ -986,7 +986,8 @@ class ApplySession(sessionmod.Session):
         openstat = table['open']
         writestat = table['write']
         closer = self.closer
-        clock = util.timer
+        # the report's and the write policy's: the one OpStat.since reads
+        clock = closermod.stat_clock
         timed = self.timed
         write = closermod.write_all
         # a writer thread of a parallel apply keeps its failures for the
@@ -1066,7 +1067,7 @@ class ApplySession(sessionmod.Session):
                 # search by name could find it queued on the closer later
                 self._opening = None
                 if timed:
-                    openstat.add(clock() - start)
+                    openstat.since(start)
                 if timing is not None:
                     cpu = blocked = None
                     if cpustart is not None:
@@ -1096,7 +1097,7 @@ class ApplySession(sessionmod.Session):
                         start = clock()
                     put(fd, path, chunk)
                     if timed:
-                        writestat.add(clock() - start, len(chunk))
+                        writestat.since(start, len(chunk))
                     else:  # counted all the same: see check_complete()
                         writestat.bytes += len(chunk)
             except closermod.FileError as failure:
