@@ -61,8 +61,9 @@ test: $(STAMP) $(SHIM)
 		echo "=== failed cram tests, again"; cat build/cram-failures.log; fi; \
 	test $$cram = 0 && test $$unitrc = 0
 
-# the C lane must have been built where it can be (tests/test_closelane.py
-# fails instead of skipping), and its tests load the close-latency shim
+# the C parts must have been built where they can be (tests/test_closelane.py
+# and tests/test_opstat.py fail instead of skipping), and the lane's tests
+# load the close-latency shim
 unit: $(STAMP) $(SHIM)
 	SLOWCLOSE_SO="$(abspath $(SHIM))" BACKGROUNDCLOSE_REQUIRE_NATIVE=1 \
 		$(BIN)/python -m pytest -q tests $(PYTEST_ARGS)

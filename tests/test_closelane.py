@@ -14,8 +14,6 @@ close(), which the shim delays for files opened for writing.
 import errno
 import importlib.util
 import os
-import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -29,6 +27,7 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
 sys.path.insert(0, os.path.dirname(__file__))
 
+from cbuild import build_module, load_in_child  # noqa: E402
 from fdcheck import is_open, left_open  # noqa: E402
 from scheduling import under_chosen_policy  # noqa: E402
 from waiting import true_by  # noqa: E402
@@ -701,37 +700,10 @@ def test_a_hand_over_made_without_asking_never_waits_for_room(
 FALLBACK_NAME = 'fallback._closelane'
 
 
-def c_compiler():
-    """the compiler this Python was built with, or cc (None: neither)"""
-    for cc in (sysconfig.get_config_var('CC'), 'cc'):
-        argv = shlex.split(cc or '')
-        if argv and shutil.which(argv[0]):
-            return argv
-    return None
-
-
 def build_lane(directory, *flags):
     """build _closelane.c into ``directory`` with extra compiler ``flags``,
     against this Python's headers: the path of the module"""
-    cc = c_compiler()
-    if cc is None:
-        pytest.skip('no C compiler found to build _closelane.c with %s'
-                    % ' '.join(flags))
-    src = os.path.join(os.path.dirname(__file__), '..', 'hgext3rd',
-                       'backgroundclose', '_closelane.c')
-    out = os.path.join(
-        str(directory), '_closelane' + sysconfig.get_config_var('EXT_SUFFIX'))
-    paths = sysconfig.get_paths()
-    built = subprocess.run(
-        cc + ['-shared', '-fPIC', '-pthread', '-O2', '-Wall',
-              '-Werror=implicit-function-declaration']
-        + list(flags)
-        + ['-I', paths['include'], '-I', paths['platinclude'],
-           '-o', out, src],
-        capture_output=True, text=True,
-    )
-    assert built.returncode == 0, built.stderr
-    return out
+    return build_module('_closelane', directory, *flags)
 
 
 @pytest.fixture(scope='module')
@@ -782,24 +754,10 @@ def test_free_threaded_build_refuses_to_load(tmp_path):
     # child: such a build may name functions only a free-threaded libpython
     # has, and a lane that does not refuse could crash this Python.
     path = build_lane(tmp_path, '-DPy_GIL_DISABLED')
-    result = subprocess.run(
-        [sys.executable, '-c', textwrap.dedent(
-            '''
-            import importlib.util, os, sys
-            sys.setdlopenflags(os.RTLD_LAZY)
-            spec = importlib.util.spec_from_file_location(%r, %r)
-            try:
-                importlib.util.module_from_spec(spec)
-                print('loaded')
-            except ImportError as exc:
-                print('ImportError:', exc)
-            '''
-            % (FALLBACK_NAME, path))],
-        capture_output=True, text=True, timeout=120,
-    )
-    assert result.stdout == (
+    stdout, stderr = load_in_child(FALLBACK_NAME, path)
+    assert stdout == (
         'ImportError: _closelane needs the GIL, and this Python runs '
-        'without\n'), result.stderr
+        'without\n'), stderr
 
 
 @needs_shim

@@ -383,6 +383,27 @@ def test_a_report_times_every_close_and_the_policy_still_samples():
     assert closer.mode == closermod.INLINE
 
 
+def test_a_report_times_each_close_on_the_closers_own_clock_a_failed_one_too():
+    # the default clock is the stats' own (closer.stat_clock): the closes
+    # the policy does not sample are timed by OpStat.since, one call, and
+    # the one that fails is counted before its FileError names it
+    assert closermod.Closer(fdroom=None)._statclock
+    files = Files(latency=0.0, failing={5})
+    closer = Closer(
+        closefn=files.close, fdroom=None, sample=closermod.SAMPLE,
+        timeall=True,
+    )
+    with pytest.raises(closermod.FileError) as caught:
+        with closer:
+            for target in range(10):
+                closer.close(target, 'data/file%d.i' % target)
+    assert str(caught.value) == (
+        'error closing data/file5.i: Input/output error')
+    stat = closer.stats()['close']
+    assert stat.count == 6  # 0 to 5: the policy's sample, then five more
+    assert stat.max >= 0.0 and stat.seconds >= stat.max
+
+
 def test_sampled_closer_still_finds_slow_closes_within_a_few_dozen():
     closer, closed = close_sampled(FakeClock(), 700e-6, 60)
     with closer:

@@ -2,6 +2,8 @@
 import os
 import stat
 
+import pytest
+
 from hgext3rd.backgroundclose import directories
 
 
@@ -118,6 +120,24 @@ def test_timed_each_mkdir_its_own_time_from_one_clock_read_each(
     dirs.prepare(bytes(tmp_path), b'data/c')
     # reads at 15, 21
     assert (dirs.stat.count, dirs.stat.seconds, dirs.stat.max) == (4, 15, 6)
+
+
+def test_timed_a_failed_mkdir_counts_with_its_time(tmp_path, monkeypatch):
+    reads = []
+
+    def clock():  # 1, 3, 6, 10, ...: see the test above
+        reads.append(None)
+        return float(sum(range(len(reads) + 1)))
+
+    monkeypatch.setattr(directories.util, 'timer', clock)
+    (tmp_path / 'data').mkdir()
+    (tmp_path / 'data' / 'a').write_bytes(b'a file, not a directory')
+    dirs = directories.Directories(timed=True)
+    with pytest.raises(OSError):
+        dirs.prepare(bytes(tmp_path), b'data/a/b')
+    # data and data/a found existing (2 and 3 seconds), data/a/b refused
+    # below a file (4 seconds)
+    assert (dirs.stat.count, dirs.stat.seconds, dirs.stat.max) == (3, 9, 4)
 
 
 def test_a_failed_mkdir_keeps_what_was_made_before_it_known(tmp_path):

@@ -9,6 +9,9 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
 
+sys.path.insert(0, os.path.dirname(__file__))
+
+from cbuild import build_module, load_in_child  # noqa: E402
 from hgext3rd.backgroundclose import closer as closermod  # noqa: E402
 
 # make test sets this where the C part must have been built (see
@@ -69,11 +72,13 @@ def test_add_many_adds_a_run_of_operations_at_once(kind):
     assert figures(stat) == (4, 2.0, 1.0, 0)
     stat.add_many(2, 0.5)  # no longest given: the maximum stays
     assert figures(stat) == (6, 2.5, 1.0, 0)
+    stat.add_many(1, 0.25, 0.25, 64)
+    assert figures(stat) == (7, 2.75, 1.0, 64)
 
 
-def test_merge_adds_every_figure(kind):
-    opstat, _clock = kind
-    one, other = opstat(), opstat()
+@pytest.mark.parametrize('other_kind', KINDS)
+def test_merge_adds_every_figure_of_either_kind(kind, other_kind):
+    one, other = kind[0](), other_kind[0]()
     one.add(0.5, 10)
     other.add(2.0, 5)
     other.add(0.25)
@@ -101,22 +106,47 @@ def test_the_figures_can_be_set_as_the_callers_count_them(kind):
     assert figures(stat) == (2, 0.0, 0.0, 4096)
 
 
-def test_wrong_arguments_raise_type_errors(kind):
-    opstat, _clock = kind
+def test_wrong_arguments_raise_type_errors_and_change_nothing(kind):
+    opstat, clock = kind
     stat = opstat()
+    stat.add(0.5, 3)
+    before = figures(stat)
+    start = clock()
     for call in (
         lambda: stat.add(),
         lambda: stat.add('slow'),
         lambda: stat.add(1.0, 2, 3),
+        lambda: stat.add(1.0, 'x'),  # the duration would be taken first
+        lambda: stat.add(1.0, 2.5),  # bytes are whole
+        lambda: stat.add(1.0, nbytes=3),  # positional only
         lambda: stat.add_many(1),
+        lambda: stat.add_many(1.5, 1.0),  # a count is whole
+        lambda: stat.add_many(1, 'x'),
+        lambda: stat.add_many(2, 1.0, 'x'),
+        lambda: stat.add_many(2, 1.0, 2.0, 'x'),
         lambda: stat.since(),
+        lambda: stat.since(start, 'x'),
+        lambda: stat.merge(object()),
     ):
-        with pytest.raises(TypeError):
+        with pytest.raises((TypeError, AttributeError)):
             call()
-    assert figures(stat) == (0, 0.0, 0.0, 0)
+        assert figures(stat) == before
 
 
 def test_no_attribute_beyond_the_four_figures(kind):
     opstat, _clock = kind
     with pytest.raises(AttributeError):
         opstat().elapsed = 1.0
+
+
+def test_refuses_to_load_on_a_free_threaded_python(tmp_path):
+    # built as for a free-threaded Python (its pyconfig.h defines
+    # Py_GIL_DISABLED), against these headers: it must refuse, so that the
+    # import does not turn the GIL back on, and closer.py counts in Python
+    if os.name != 'posix':
+        pytest.skip('_opstat.c is built on POSIX only (setup.py)')
+    path = build_module('_opstat', tmp_path, '-DPy_GIL_DISABLED')
+    stdout, stderr = load_in_child('freethreaded._opstat', path)
+    assert stdout == (
+        'ImportError: _opstat is not built for a Python without the '
+        'GIL\n'), stderr

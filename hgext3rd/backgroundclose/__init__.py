@@ -106,13 +106,14 @@ Timing report
 :hg:`debugapplystreamclonebundle` accepts v1, v2 and v3 stream bundles with
 this extension and prints, after the apply, the wall time, files, bytes,
 throughput and a table of count, total, mean and maximum time for open,
-write, mkdir and close (not if ``worker.backgroundclosereport`` is set to
-false, and then nothing is timed).  Times are those of the writing threads: the write
-of a small file the close threads write counts with no time.  Close has
-two rows: the time the writing threads spent closing or waiting for the
-closer ("waited"), and the time background threads spent closing
-("threads").  ``-T json`` prints a list with one object per apply holding
-``format``, ``files``, ``bytes``, ``seconds``, ``ops`` and ``closer``.
+write, mkdir and close; not if ``worker.backgroundclosereport`` is set to
+false and ``-T`` is not given (then nothing is timed).  Times are those of
+the writing threads: the write of a small file the close threads write
+counts with no time.  Close has two rows: the time the writing threads
+spent closing or waiting for the closer ("waited"), and the time
+background threads spent closing ("threads").  ``-T json`` prints a list
+with one object per apply holding ``format``, ``files``, ``bytes``,
+``seconds``, ``ops`` and ``closer``.
 
 The same report is printed after :hg:`clone --stream` and :hg:`unbundle` of
 a stream bundle when ``worker.backgroundclosereport`` asks for it.  It is
@@ -208,9 +209,9 @@ The extension adds:
 
 ``backgroundclosereport``
   Print the timing report after every stream apply: ``true`` for the table,
-  ``json`` for JSON, ``false`` (or unset) for never.  Unset,
-  :hg:`debugapplystreamclonebundle` prints it all the same; set to false,
-  it does not, unless ``-T`` is given.
+  ``json`` for JSON, ``false`` for never.  Unset: never, but
+  :hg:`debugapplystreamclonebundle` prints it (set to false, that command
+  prints it only with ``-T``).
 
 Settings are checked before anything is written, when a pull, clone,
 update, merge or changegroup apply (:hg:`unbundle`, a push on the server)

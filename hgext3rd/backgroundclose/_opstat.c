@@ -11,8 +11,10 @@
  * on a fast file system.  Here ``since(start)`` reads the clock and adds
  * the duration in one C call; ``now()`` is the clock it reads, which the
  * caller must use for ``start``.  closer.OpStat is this type where the
- * module is built, and closer.PythonOpStat, with the same methods and
- * attributes, elsewhere.
+ * module is built, and closer.PythonOpStat elsewhere: the same attributes,
+ * methods and arguments (positional; counts and bytes whole numbers), and
+ * on a wrong argument the same TypeError with nothing changed
+ * (tests/test_opstat.py).
  *
  * No lock: each thread updates its own OpStat (closer.StatsBook), or holds
  * the caller's lock (directories.py).
@@ -110,36 +112,73 @@ static PyObject *OpStat_since(OpStat *self, PyObject *const *args,
 }
 
 PyDoc_STRVAR(add_many_doc,
-             "add_many(count, seconds, longest=0.0): ``count`` operations "
-             "that took\n``seconds`` in all, the longest ``longest``");
+             "add_many(count, seconds, longest=0.0, nbytes=0): ``count`` "
+             "operations that\ntook ``seconds`` in all, the longest "
+             "``longest``, and moved ``nbytes``");
 
 static PyObject *OpStat_add_many(OpStat *self, PyObject *const *args,
                                  Py_ssize_t nargs)
 {
-	long long count;
+	long long count, nbytes = 0;
 	double seconds, longest = 0.0;
-	if (check_nargs("add_many", nargs, 2, 3) < 0 ||
+	if (check_nargs("add_many", nargs, 2, 4) < 0 ||
 	    longlong_arg(args, 0, &count) < 0 ||
 	    double_arg(args, 1, &seconds) < 0 ||
-	    (nargs > 2 && double_arg(args, 2, &longest) < 0))
+	    (nargs > 2 && double_arg(args, 2, &longest) < 0) ||
+	    (nargs > 3 && longlong_arg(args, 3, &nbytes) < 0))
 		return NULL;
-	record(self, count, seconds, longest, 0);
+	record(self, count, seconds, longest, nbytes);
 	Py_RETURN_NONE;
 }
 
 static PyTypeObject OpStatType;
 
-PyDoc_STRVAR(merge_doc, "merge(other): add another OpStat's figures");
+/* the figures of ``other``, an OpStat of either kind (closer.PythonOpStat
+ * has the same attributes): 0, or -1 with an exception set */
+static int figures_of(PyObject *other, PyObject *values[4])
+{
+	static const char *names[4] = {"count", "seconds", "max", "bytes"};
+	int i;
+	for (i = 0; i < 4; i++) {
+		values[i] = PyObject_GetAttrString(other, names[i]);
+		if (values[i] == NULL) {
+			while (i-- > 0)
+				Py_CLEAR(values[i]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+PyDoc_STRVAR(merge_doc,
+             "merge(other): add the figures of another OpStat, of either "
+             "kind");
 
 static PyObject *OpStat_merge(OpStat *self, PyObject *other)
 {
-	OpStat *from;
-	if (!PyObject_TypeCheck(other, &OpStatType)) {
-		PyErr_SetString(PyExc_TypeError, "merge() takes an OpStat");
-		return NULL;
+	PyObject *values[4];
+	long long count, nbytes;
+	double seconds, longest;
+	int failed;
+	if (PyObject_TypeCheck(other, &OpStatType)) {
+		OpStat *from = (OpStat *)other;
+		record(self, from->count, from->seconds, from->max,
+		       from->bytes);
+		Py_RETURN_NONE;
 	}
-	from = (OpStat *)other;
-	record(self, from->count, from->seconds, from->max, from->bytes);
+	if (figures_of(other, values) < 0)
+		return NULL;
+	failed = longlong_arg(values, 0, &count) < 0 ||
+	         double_arg(values, 1, &seconds) < 0 ||
+	         double_arg(values, 2, &longest) < 0 ||
+	         longlong_arg(values, 3, &nbytes) < 0;
+	Py_DECREF(values[0]);
+	Py_DECREF(values[1]);
+	Py_DECREF(values[2]);
+	Py_DECREF(values[3]);
+	if (failed)
+		return NULL;
+	record(self, count, seconds, longest, nbytes);
 	Py_RETURN_NONE;
 }
 

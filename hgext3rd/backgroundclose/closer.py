@@ -48,6 +48,7 @@ closes every descriptor exactly once.
 
 import collections
 import errno
+import operator
 import os
 import signal
 import sys
@@ -241,31 +242,37 @@ class PythonOpStat:
         self.max = 0.0
         self.bytes = 0
 
-    def add(self, duration, nbytes=0):
-        # the figures that can refuse a wrong argument first: nothing
-        # changes then
-        self.seconds += duration
-        self.bytes += nbytes
-        self.count += 1
+    # the arguments as the C type takes them (positional, counts whole
+    # numbers), and nothing changed when one is refused
+    def add(self, duration, nbytes=0, /):
+        seconds = self.seconds + duration
+        if type(nbytes) is not int:
+            nbytes = operator.index(nbytes)
+        nbytes += self.bytes
         if duration > self.max:
             self.max = duration
+        self.seconds = seconds
+        self.bytes = nbytes
+        self.count += 1
 
-    def since(self, start, nbytes=0):
+    def since(self, start, nbytes=0, /):
         """one operation that began at ``start`` (a time of
-        ``stat_clock()``) and ends now"""
+        ``time.perf_counter()``, this type's clock) and ends now"""
         self.add(time.perf_counter() - start, nbytes)
 
-    def add_many(self, count, seconds, longest=0.0):
+    def add_many(self, count, seconds, longest=0.0, nbytes=0, /):
         """``count`` operations that took ``seconds`` in all, the longest
-        ``longest``"""
-        self.count += count
-        self.seconds += seconds
+        ``longest``, and moved ``nbytes``"""
+        count = self.count + operator.index(count)
+        total = self.seconds + seconds
+        nbytes = self.bytes + operator.index(nbytes)
         if longest > self.max:
-            self.max = longest
+            self.max = float(longest)
+        self.count, self.seconds, self.bytes = count, total, nbytes
 
-    def merge(self, other):
-        self.add_many(other.count, other.seconds, other.max)
-        self.bytes += other.bytes
+    def merge(self, other, /):
+        """add another OpStat's figures (of either kind)"""
+        self.add_many(other.count, other.seconds, other.max, other.bytes)
 
     @property
     def mean(self):
@@ -475,6 +482,9 @@ class Closer:
         # up: a report times every close, and the lookup costs as much as
         # the timing
         self._ownclose = None
+        # whether the closer's clock is the stats' own: then a report's
+        # close is timed by OpStat.since, one call
+        self._statclock = clock is stat_clock
         # hand-overs to the C lane that need no decision of the policy, left
         # before the next one that does, and how many were granted: those
         # go straight to the lane, untimed, and are counted by the next
@@ -731,8 +741,9 @@ class Closer:
             except Exception as exc:
                 raise FileError(name, exc) from exc
             finally:
+                # a failed or interrupted close is timed too
                 if stat is not None:
-                    if self._clock is stat_clock:
+                    if self._statclock:
                         stat.since(start)  # one call (OpStat in C)
                     else:  # a closer given its own clock (tests)
                         stat.add(self._clock() - start)

@@ -1445,15 +1445,13 @@ def makedirs(session, orig, name, *args, **kwargs):
     outermost call counts.  Only the main thread prepares stream files."""
     if not session.running or session.inmakedirs:
         return orig(name, *args, **kwargs)
-    stat = session.directories.stat
     start = util.timer()
     try:
         session.inmakedirs = True
         return orig(name, *args, **kwargs)
     finally:
         session.inmakedirs = False
-        stat.add(util.timer() - start)
-        session.directories.created += 1
+        session.directories.made_by_core(util.timer() - start)
 
 
 # with the report shown, for the directories core makes
