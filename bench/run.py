@@ -9,7 +9,9 @@
 extension, with tar and git as references, in one run.
 
 Every configuration is run once per round and the rounds repeat, so that
-slow drifts of a shared machine hit every configuration alike; the report
+slow drifts of a shared machine hit every configuration alike; each round
+starts the configurations one further on (core first, then second, ...),
+so that no configuration always runs right after the same one; the report
 gives medians.  `make bench` runs the quick size, `make bench-full` a
 mozilla-central-sized repository.
 """
@@ -532,6 +534,12 @@ def main(argv=None):
     return 0
 
 
+def rotated(configs, rnd):
+    """``configs`` in round ``rnd``'s order: started ``rnd`` places on"""
+    shift = rnd % len(configs) if configs else 0
+    return configs[shift:] + configs[:shift]
+
+
 def measure(args, bench, latencies, operations, configs, scaling, started):
     """every chosen row, round after round: (samples, files, bytes)"""
     samples = []
@@ -548,7 +556,7 @@ def measure(args, bench, latencies, operations, configs, scaling, started):
         for rnd in range(args.rounds):
             for lat in latencies:
                 for op in operations:
-                    for config in configs:
+                    for config in rotated(configs, rnd):
                         if (op, config) in NOT_APPLICABLE:
                             continue
                         secs, rss = bench.run_hg(op, config, lat, src)
