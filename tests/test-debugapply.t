@@ -73,13 +73,12 @@ The report as JSON, one object per apply:
   adaptive True
 
 With worker.backgroundclosereport set to false, the apply alone, as core's
-command; -T still asks for the report:
+command (-q hides core's progress lines, not the report, as above); -T
+still asks for the report:
 
   $ hg init rq
-  $ hg -R rq debugapplystreamclonebundle v1.hg \
+  $ hg -R rq -q debugapplystreamclonebundle v1.hg \
   >   --config worker.backgroundclosereport=false
-  * files to transfer, * of data (glob)
-  stream-cloned * files / * in * seconds (*/sec) (glob)
   $ hg -R rq verify -q
   $ hg init rq2
   $ hg -R rq2 -q debugapplystreamclonebundle v2.hg \
