@@ -58,9 +58,17 @@ static int double_arg(PyObject *const *args, Py_ssize_t at, double *value)
 	return (*value == -1.0 && PyErr_Occurred()) ? -1 : 0;
 }
 
+/* args[at] as a long long: a whole number (Python 3.9 would take a float
+ * here, with a DeprecationWarning), or -1 with an exception set */
 static int longlong_arg(PyObject *const *args, Py_ssize_t at,
                         long long *value)
 {
+	if (!PyIndex_Check(args[at])) {
+		PyErr_Format(PyExc_TypeError,
+		             "an integer is required (got type %.200s)",
+		             Py_TYPE(args[at])->tp_name);
+		return -1;
+	}
 	*value = PyLong_AsLongLong(args[at]);
 	return (*value == -1 && PyErr_Occurred()) ? -1 : 0;
 }
