@@ -243,14 +243,17 @@ class PythonOpStat:
         self.bytes = 0
 
     # the arguments as the C type takes them (positional, counts whole
-    # numbers), and nothing changed when one is refused
+    # numbers), and nothing changed when one is refused.  add() is
+    # add_many(1, duration, duration, nbytes) written out: it runs for
+    # every timed operation where _opstat.c is not built, and a second
+    # call there costs as much as the counting
     def add(self, duration, nbytes=0, /):
         seconds = self.seconds + duration
         if type(nbytes) is not int:
             nbytes = operator.index(nbytes)
         nbytes += self.bytes
         if duration > self.max:
-            self.max = duration
+            self.max = float(duration)
         self.seconds = seconds
         self.bytes = nbytes
         self.count += 1

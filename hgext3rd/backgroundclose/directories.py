@@ -100,33 +100,32 @@ class Directories:
                 )
                 calls += 1
                 try:
-                    util.makedir(name, notindexed)
-                except FileExistsError:
-                    # the open that follows finds out if it is no directory
-                    existing += 1
-                except FileNotFoundError:
-                    # the root itself is missing: core's way, which makes
-                    # every parent
-                    util.makedirs(name, createmode, notindexed)
-                    made += 1
-                else:
-                    made += 1
-                    if createmode is not None:
-                        os.chmod(name, createmode)
+                    try:
+                        util.makedir(name, notindexed)
+                    except FileExistsError:
+                        # the open that follows finds out if it is no
+                        # directory
+                        existing += 1
+                    except FileNotFoundError:
+                        # the root itself is missing: core's way, which
+                        # makes every parent
+                        util.makedirs(name, createmode, notindexed)
+                        made += 1
+                    else:
+                        made += 1
+                        if createmode is not None:
+                            os.chmod(name, createmode)
+                finally:
+                    # timed however it ended, one that raised too
+                    if clock is not None:
+                        end = clock()
+                        duration = end - start
+                        start = end
+                        total += duration
+                        if duration > longest:
+                            longest = duration
                 done.append(dirname)
-                if clock is not None:
-                    end = clock()
-                    duration = end - start
-                    start = end
-                    total += duration
-                    if duration > longest:
-                        longest = duration
         finally:
-            if clock is not None and calls > len(done):
-                # the mkdir that raised, timed as well
-                duration = clock() - start
-                total += duration
-                longest = max(longest, duration)
             with self._lock:
                 # known only once made: another thread that finds it known
                 # opens below it at once
