@@ -26,6 +26,19 @@ own progress lines; the report is the command's output):
   1 second revision
   0 initial tree
 
+The directories line counts the directories the apply made and those it
+found already there: with two of them made beforehand, those two are found
+and every other one is made:
+
+  $ hg init rd
+  $ (cd r1/.hg/store && find data -type d | sort | head -2) > premade
+  $ (cd rd/.hg/store && xargs mkdir -p) < premade
+  $ before=$(find rd/.hg/store -type d | wc -l)
+  $ hg -R rd -q debugapplystreamclonebundle v1.hg | grep 'directories:' > dirs.out
+  $ made=$(($(find rd/.hg/store -type d | wc -l) - before))
+  $ [ $made -gt 2 ] && echo "  directories: $made made, 2 found existing" | diff - dirs.out && echo as counted
+  as counted
+
 Stream v2 and v3 bundles, which core's command refuses:
 
   $ hg init r2

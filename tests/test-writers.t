@@ -76,6 +76,20 @@ the reading thread, the others by the writers:
   $ hg --cwd big-clone cat -r tip blob.bin | cmp - big/blob.bin && echo same data
   same data
 
+The same over stream v2 (a clone over ssh), whose files core's
+_write_files writes from Mercurial 7.0 on: the data read before the budget
+ran out is written too, ahead of the rest:
+
+  $ hg clone -q -U --stream ssh://user@dummy/big big-v2 \
+  >   --config worker.backgroundclosereport=yes > big-v2.out
+  $ files=$(sed -n 's/^stream apply (v.): \([0-9]*\) files.*/\1/p' big-v2.out)
+  $ written=$(sed -n 's/^  writers: [0-9]* threads wrote \([0-9]*\) files.*/\1/p' big-v2.out)
+  $ [ $((files - written)) = 1 ] && echo "all but one by the writers"
+  all but one by the writers
+  $ hg -R big-v2 verify -q
+  $ hg --cwd big-v2 cat -r tip blob.bin | cmp - big/blob.bin && echo same data
+  same data
+
 A close that fails on a writer thread aborts the apply with the file's
 name, and the repository is left as it was:
 
@@ -97,6 +111,54 @@ So does a file that cannot be opened (a directory stands in its place):
   $ find blocked/.hg/store/data -type f | wc -l
   0
   $ rmdir blocked/.hg/store/$victim
+
+The writers keep core's path audit.  A store directory that is a symbolic
+link out of the repository is refused, for every format, and nothing is
+written through it:
+
+  $ mkdir outside
+  $ for format in v1 v2 v3; do
+  >   python3 "$TESTDIR/streamcraft.py" $format v1.hg link.hg 'data/sub/x.i'
+  >   rm -rf link && hg init link && mkdir link/.hg/store/data &&
+  >     ln -s "$PWD/outside" link/.hg/store/data/sub
+  >   hg -R link -q debugapplystreamclonebundle link.hg \
+  >     --config experimental.stream-v3=yes 2>&1 | grep -v '^\*\*'
+  >   ls outside
+  > done
+  abort: path 'data/sub/x.i' traverses symbolic link 'data/sub'
+  abort: path 'data/sub/x.i' traverses symbolic link 'data/sub'
+  abort: path 'data/sub/x.i' traverses symbolic link 'data/sub'
+
+A symbolic link or a hard link standing where a stream file goes is
+treated as core treats it, format by format (core's open for stream v1 and
+v3 replaces it; from Mercurial 7.0 on, core's stream v2 writer opens the
+name as it is):
+
+  $ apply_over_links() {
+  >   rm -rf link && hg init link && mkdir link/.hg/store/data &&
+  >   echo 'not the stream' > outside/target &&
+  >   ln -s "$PWD/outside/target" link/.hg/store/data/soft.i &&
+  >   ln outside/target link/.hg/store/data/hard.i || return 1
+  >   if [ $format = v1 ]; then
+  >     hg -R link -q debugapplystreamclonebundle link.hg \
+  >       --config worker.backgroundclosereport=false "$@"
+  >   else
+  >     hg -R link -q unbundle link.hg --config experimental.stream-v3=yes "$@"
+  >   fi
+  >   echo "exit $?"
+  >   cat outside/target link/.hg/store/data/soft.i link/.hg/store/data/hard.i
+  >   echo
+  >   stat -c '%h links, %F' outside/target link/.hg/store/data/soft.i
+  > }
+  $ for format in v1 v2 v3; do
+  >   python3 "$TESTDIR/streamcraft.py" $format v1.hg link.hg 'data/soft.i' 'data/hard.i'
+  >   apply_over_links --config extensions.backgroundclose=! > core.out 2>&1
+  >   apply_over_links > ext.out 2>&1
+  >   diff -u core.out ext.out && echo "$format: as core"
+  > done
+  v1: as core
+  v2: as core
+  v3: as core
 
 Ctrl-C while writers write, under closes of 3 ms: hg stops writing at the
 signal, joins every writer, keeps no descriptor open, and takes back what
