@@ -33,6 +33,12 @@
  *                          return, as on a hard-mounted NFS server gone away
  *   SLOWCLOSE_HANG_COUNT=N only the first N of those closes hang (a server
  *                          back for the next request; default: all)
+ *   SLOWCLOSE_UNLINK_FAIL_MATCH=S
+ *                          unlink(), unlinkat() and rmdir() of an existing
+ *                          path that contains S fail with EACCES and remove
+ *                          nothing, as in a directory made read-only (for a
+ *                          user other than root); EROFS and ESTALE on NFS
+ *                          look the same to the caller
  *
  * Limits of the model: descriptors above SLOWCLOSE_MAXFD and ones created by
  * dup() are not tracked; only the libc entry points below are wrapped, so a
@@ -73,6 +79,10 @@ static int (*real_openat)(int, const char *, int, ...);
 static int (*real_openat64)(int, const char *, int, ...);
 static int (*real_creat)(const char *, mode_t);
 static int (*real_creat64)(const char *, mode_t);
+static int (*real_unlink)(const char *);
+static int (*real_unlinkat)(int, const char *, int);
+static int (*real_rmdir)(const char *);
+static const char *unlink_fail_match;
 
 static long env_long(const char *name)
 {
@@ -92,6 +102,9 @@ __attribute__((constructor)) static void slowclose_init(void)
     real_openat64 = dlsym(RTLD_NEXT, "openat64");
     real_creat = dlsym(RTLD_NEXT, "creat");
     real_creat64 = dlsym(RTLD_NEXT, "creat64");
+    real_unlink = dlsym(RTLD_NEXT, "unlink");
+    real_unlinkat = dlsym(RTLD_NEXT, "unlinkat");
+    real_rmdir = dlsym(RTLD_NEXT, "rmdir");
 
     delay_us = env_long("SLOWCLOSE_US");
     tail_mode = dist && strcmp(dist, "tail") == 0;
@@ -103,6 +116,9 @@ __attribute__((constructor)) static void slowclose_init(void)
     hang_match = getenv("SLOWCLOSE_HANG_MATCH");
     if (hang_match && !*hang_match)
         hang_match = NULL;
+    unlink_fail_match = getenv("SLOWCLOSE_UNLINK_FAIL_MATCH");
+    if (unlink_fail_match && !*unlink_fail_match)
+        unlink_fail_match = NULL;
     burn_mode = env_long("SLOWCLOSE_BURN") != 0;
     hang_count = env_long("SLOWCLOSE_HANG_COUNT");
     if (env_long("SLOWCLOSE_SEED"))
@@ -256,4 +272,34 @@ int creat(const char *path, mode_t mode)
 int creat64(const char *path, mode_t mode)
 {
     return track(real_creat64(path, mode), O_WRONLY, path);
+}
+
+/* whether removing ``path`` is refused (SLOWCLOSE_UNLINK_FAIL_MATCH): as
+ * in a read-only directory, only what exists; a name that does not is left
+ * to the real call (ENOENT).  A path relative to another directory than the
+ * current one (unlinkat) is looked up as if relative to the current one. */
+static int refuse_removal(const char *path)
+{
+    struct stat st;
+    if (unlink_fail_match && path && strstr(path, unlink_fail_match) &&
+        lstat(path, &st) == 0) {
+        errno = EACCES;
+        return 1;
+    }
+    return 0;
+}
+
+int unlink(const char *path)
+{
+    return refuse_removal(path) ? -1 : real_unlink(path);
+}
+
+int unlinkat(int dirfd, const char *path, int flags)
+{
+    return refuse_removal(path) ? -1 : real_unlinkat(dirfd, path, flags);
+}
+
+int rmdir(const char *path)
+{
+    return refuse_removal(path) ? -1 : real_rmdir(path);
 }

@@ -103,6 +103,103 @@ def test_the_abort_callback_never_raises_an_interrupt(applied, monkeypatch):
     assert not repo.svfs.exists(b'journal')
 
 
+def refusing(monkeypatch, part):
+    """util.tryunlink refuses to remove any path containing ``part``, as
+    a read-only directory does (for a user other than root)"""
+    real = streamapply.util.tryunlink
+
+    def tryunlink(path):
+        if part in path:
+            raise PermissionError(13, 'Permission denied', path)
+        return real(path)
+
+    monkeypatch.setattr(streamapply.util, 'tryunlink', tryunlink)
+
+
+def warnings_of(session):
+    """what the session's ui warns from now on, as a list"""
+    seen = []
+    session.ui.warn = lambda *msgs, **opts: seen.append(b''.join(msgs))
+    return seen
+
+
+@pytest.mark.parametrize('undo', ['take_back', 'abort callback'])
+def test_a_file_that_cannot_be_removed_is_left_and_named_once(
+    applied, monkeypatch, undo
+):
+    # a read-only data/sub: its files stay, the others go; the abort
+    # callback still lets core's rollback remove its journal; a second
+    # take-back (the abort after take_back) warns about nothing new
+    session, written = applied
+    repo = session._repo
+    refusing(monkeypatch, b'/data/sub/')
+    warned = warnings_of(session)
+    with repo.lock():
+        tr = repo.transaction(b'test')
+        session.watch_transaction()
+        if undo == 'take_back':
+            escaping(session.take_back)
+        escaping(tr.abort)
+    assert [os.path.exists(p) for p in written] == [False, True, True, False]
+    assert not repo.svfs.exists(b'journal')
+    assert len(warned) == 2, warned
+    assert warned[0].startswith(
+        b'warning: 2 files the failed stream apply wrote could not be '
+        b'removed, the first data/sub/'
+    )
+    assert warned[0].endswith(b': Permission denied\n')
+
+
+def test_the_abort_callback_warns_of_a_take_back_cut_short(
+    applied, monkeypatch
+):
+    # a second Ctrl-C while the abort callback takes the apply back: core's
+    # rollback still runs, and the user is told files are left
+    session, written = applied
+    repo = session._repo
+    warned = warnings_of(session)
+    with repo.lock():
+        tr = repo.transaction(b'test')
+        session.watch_transaction()
+        interrupting(monkeypatch, 2)
+        escaping(tr.abort)
+    assert not repo.svfs.exists(b'journal')
+    assert [w for w in warned if b'stopped' in w] == [
+        b'warning: taking back the failed stream apply stopped '
+        b'(KeyboardInterrupt): some of its files are left in the store\n'
+    ]
+
+
+def test_a_take_back_cut_short_has_removed_the_changelog_first(
+    lanerepo, monkeypatch
+):
+    # whatever a take-back cut short leaves reads as an empty repository
+    # with stray files, not as revisions whose files are missing
+    session = streamapply.ApplySession(lanerepo, b'v1')
+    names = (b'data/a.i', b'data/sub/b.i', b'00manifest.i', b'00changelog.i',
+             b'00changelog.d')
+    for name in names:
+        lanerepo.svfs.write(name, b'x')
+    real = streamapply.util.tryunlink
+    removed = []
+
+    def tryunlink(path):
+        if len(removed) >= 2:  # every call after the first two
+            raise KeyboardInterrupt
+        removed.append(os.path.basename(path))
+        return real(path)
+
+    monkeypatch.setattr(streamapply.util, 'tryunlink', tryunlink)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            session.undo()
+    finally:
+        session.closer.finish(failing=True)
+    assert sorted(removed) == [b'00changelog.d', b'00changelog.i']
+    assert not lanerepo.svfs.exists(b'00changelog.i')
+    assert lanerepo.svfs.exists(b'data/a.i')
+
+
 # the transaction owns what the stream writes ------------------------------
 
 

@@ -233,6 +233,10 @@ class ApplySession(sessionmod.Session):
                 os.path.normpath(repo.cachevfs.join(b'')),
             )
         }
+        # files undo() could not remove (path -> OSError), and those it
+        # warned about
+        self._refused = {}
+        self._warned = set()
         # where the stream writes: an error there is of one of its files
         self._written_roots = tuple(root + b'/' for root in self._before)
         # files are named relative to the store, or to .hg for the rest
@@ -366,33 +370,101 @@ class ApplySession(sessionmod.Session):
         done again whole, and returned for the caller to raise (None if
         none came).  Another one goes through, so that a take-back hung
         on a dead mount can still be left.
+
+        A file the system refuses to remove (a read-only directory, a
+        read-only or stale network mount) is left, and named in one
+        warning; the others are removed all the same.  The changelog goes
+        first: whatever is left after it reads as an empty repository with
+        stray files, never as revisions whose files are missing.
         """
         try:
             self._remove_written()
             return None
         except (KeyboardInterrupt, SystemExit) as exc:
             interrupted = exc
-        self._remove_written()
+        finally:
+            self._warn_refused()
+        try:
+            self._remove_written()
+        finally:
+            self._warn_refused()
         return interrupted
+
+    def undo_on_abort(self, tr):
+        """the transaction's abort callback: undo(), never raising, so that
+        core's rollback runs and the error that made the transaction
+        abort is the one shown.  An interrupt undo() absorbed is dropped
+        (the command fails already), and so is a second one, with a
+        warning that the take-back stopped."""
+        try:
+            self.undo()
+        except BaseException as exc:
+            self.ui.warn(
+                _(b'warning: taking back the failed stream apply stopped '
+                  b'(%s): some of its files are left in the store\n')
+                % (stringutil.forcebytestr(exc) or type(exc).__name__.encode())
+            )
 
     def _remove_written(self):
         for root, before in self._before.items():
             if not os.path.isdir(root):
                 continue
             known = before or set()
+
+            def new(path, dirpath, name):
+                return path not in known and not (
+                    dirpath == root and _owned_by_transaction(name)
+                )
+
+            for name in sorted(os.listdir(root)):
+                if name.startswith(b'00changelog'):
+                    path = os.path.join(root, name)
+                    if new(path, root, name) and not os.path.isdir(path):
+                        self._remove(path)
             for dirpath, dirnames, filenames in os.walk(root, topdown=False):
                 for name in filenames:
                     path = os.path.join(dirpath, name)
-                    if path not in known and not (
-                        dirpath == root and _owned_by_transaction(name)
-                    ):
-                        util.tryunlink(path)
+                    if new(path, dirpath, name):
+                        self._remove(path)
                 for name in dirnames:
                     path = os.path.join(dirpath, name)
                     if path not in known:
                         _tryrmdir(path)
             if before is None:
                 _tryrmdir(root)
+
+    def _remove(self, path):
+        """remove a file the apply wrote; one the system refuses to remove
+        is remembered for the warning"""
+        try:
+            util.tryunlink(path)
+        except OSError as exc:
+            self._refused.setdefault(path, exc)
+
+    def _warn_refused(self):
+        """one warning for the files undo() could not remove, not warned
+        about before (a take-back may run again as the transaction
+        aborts)"""
+        fresh = [p for p in self._refused if p not in self._warned]
+        if not fresh:
+            return
+        self._warned.update(fresh)
+        first = fresh[0]
+        self.ui.warn(
+            _(b'warning: %d files the failed stream apply wrote could not '
+              b'be removed, the first %s: %s\n')
+            % (
+                len(fresh),
+                self.describe(first),
+                stringutil.forcebytestr(
+                    self._refused[first].strerror or self._refused[first]
+                ),
+            )
+        )
+        self.ui.warn(
+            _(b'(the repository does not use them: remove them by hand, '
+              b'or remove the repository and clone again)\n')
+        )
 
     def watch_transaction(self):
         """take the apply back if the transaction around it aborts
@@ -406,11 +478,10 @@ class ApplySession(sessionmod.Session):
             if self.journaled:
                 self._tr = tr
                 compat.remove_new_files_on_abort(tr)
-            # one callback per category: registering again replaces it.  The
-            # interrupt undo() absorbed is dropped: raised from here, it
-            # would keep the transaction from removing its journal, and the
-            # command fails already
-            tr.addabort(b'backgroundclose-undo', lambda tr: self.undo())
+            # one callback per category: registering again replaces it.
+            # Raised from here, anything would keep the transaction from
+            # rolling back and removing its journal (undo_on_abort)
+            tr.addabort(b'backgroundclose-undo', self.undo_on_abort)
 
     def check_complete(self):
         """abort if the files hold fewer or more bytes than the stream
