@@ -33,6 +33,8 @@
  *                          return, as on a hard-mounted NFS server gone away
  *   SLOWCLOSE_HANG_COUNT=N only the first N of those closes hang (a server
  *                          back for the next request; default: all)
+ *   SLOWCLOSE_HANG_UNTIL=P hung closes return (having closed) once the path
+ *                          P exists: the server came back
  *   SLOWCLOSE_UNLINK_FAIL_MATCH=S
  *                          unlink(), unlinkat() and rmdir() of an existing
  *                          path that contains S fail with EACCES and remove
@@ -66,6 +68,7 @@ static long fail_from;
 static int fail_errno = EIO;
 static const char *fail_match;
 static const char *hang_match;
+static const char *hang_until;
 static long hang_count;
 static unsigned long hung_count;
 static int burn_mode;
@@ -116,6 +119,9 @@ __attribute__((constructor)) static void slowclose_init(void)
     hang_match = getenv("SLOWCLOSE_HANG_MATCH");
     if (hang_match && !*hang_match)
         hang_match = NULL;
+    hang_until = getenv("SLOWCLOSE_HANG_UNTIL");
+    if (hang_until && !*hang_until)
+        hang_until = NULL;
     unlink_fail_match = getenv("SLOWCLOSE_UNLINK_FAIL_MATCH");
     if (unlink_fail_match && !*unlink_fail_match)
         unlink_fail_match = NULL;
@@ -212,8 +218,14 @@ int close(int fd)
                           (long)__atomic_add_fetch(&hung_count, 1,
                                                    __ATOMIC_RELAXED) <=
                               hang_count))
-            for (;;)
-                pause(); /* signal handlers run; the close never returns */
+            for (;;) {
+                if (!hang_until)
+                    pause(); /* signal handlers run; never returns */
+                else if (access(hang_until, F_OK) == 0)
+                    break;
+                else
+                    sleep_us(10000);
+            }
         sleep_us(pick_delay_us());
         errno = saved;
         if (mark == 2 || (fail_nth && (long)n == fail_nth) ||

@@ -26,6 +26,9 @@ from mercurial import (
 
 cmdtable = {}
 command = registrar.command(cmdtable)
+configtable = {}
+configitem = registrar.configitem(configtable)
+configitem(b'inspect', b'grace', default=None)
 
 # the seams wrapped only while a stream apply, a changegroup step or an
 # update with closes on the C threads runs
@@ -48,6 +51,13 @@ _original = {}
 
 
 def extsetup(ui):
+    # [inspect] grace: how long a closer waits for hung closes after an
+    # interrupt (Closer.GRACE), for tests that interrupt many of them
+    grace = ui.config(b'inspect', b'grace')
+    if grace is not None:
+        from hgext3rd.backgroundclose import closer
+
+        closer.Closer.GRACE = float(grace)
     for owner, name in _SEAMS:
         if hasattr(owner, name):
             _original[(owner, name)] = getattr(owner, name)

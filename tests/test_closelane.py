@@ -374,6 +374,75 @@ def test_a_stop_out_of_time_still_wakes_the_parked_threads(tmp_path):
     assert not any(is_open(fd) for fd in fds)
 
 
+def os_threads():
+    """the threads of this process, as the kernel counts them (a C lane's
+    too, which threading does not know)"""
+    return len(os.listdir('/proc/self/task'))
+
+
+def a_lane_held_on_a_full_pipe(threads, data=1 << 20):
+    """a lane of ``threads`` threads, one of them writing ``data`` bytes
+    into a pipe nobody reads yet (as a close held on a dead mount), the
+    others parked: the lane and the pipe's read end"""
+    rfd, wfd = os.pipe()
+    lane = closermod._closelane.Lane(8, threads, batch=1)
+    assert lane.start(threads) == threads
+    lane.submit(wfd, b'pipe', b'x' * data)
+    assert true_by(time.monotonic() + 10, lambda: lane.pending == 1
+                   and lane.queued == 0)
+    return lane, rfd
+
+
+def drain(rfd):
+    while os.read(rfd, 1 << 16):
+        pass
+    os.close(rfd)
+
+
+@pytest.mark.skipif(not os.path.isdir('/proc/self/task'),
+                    reason='counts threads in /proc/self/task (Linux)')
+def test_an_abandoned_lane_s_threads_exit_once_their_close_returns():
+    # Ctrl-C on a hung close: stop() runs out of time and the closer
+    # abandons the lane.  Once the close returns, its thread and the parked
+    # ones exit, and the lane is released with what it held
+    before = os_threads()
+    lane, rfd = a_lane_held_on_a_full_pipe(4)
+    assert os_threads() == before + 4
+    assert lane.stop(0.2) is False
+    refs = sys.getrefcount(lane)
+    lane.abandon()
+    lane.abandon()  # again: no second reference kept
+    assert sys.getrefcount(lane) == refs + 1  # kept for its threads
+    # the parked ones leave at once
+    assert true_by(time.monotonic() + 10, lambda: lane.running == 1)
+    with pytest.raises(RuntimeError):
+        lane.submit(0)  # stopped: takes nothing more
+    drain(rfd)
+    assert true_by(time.monotonic() + 10, lambda: os_threads() == before)
+    assert lane.running == 0
+    # released by the main thread, as soon as it runs Python code again
+    assert true_by(time.monotonic() + 10,
+                   lambda: sys.getrefcount(lane) == refs)
+    assert lane.closed == 1 and lane.failures() == []
+    assert lane.stop() is True  # nothing left, no thread to join
+
+
+@pytest.mark.skipif(not os.path.isdir('/proc/self/task'),
+                    reason='counts threads in /proc/self/task (Linux)')
+def test_a_lane_dropped_while_a_close_hangs_does_not_wait_for_it():
+    # a lane freed while one of its closes hangs: no wait that nothing
+    # could interrupt; its threads are left the close, then exit, and the
+    # last one out frees the lane
+    before = os_threads()
+    lane, rfd = a_lane_held_on_a_full_pipe(2)
+    started = time.monotonic()
+    del lane
+    assert time.monotonic() - started < 5
+    assert os_threads() > before  # the thread still writes
+    drain(rfd)
+    assert true_by(time.monotonic() + 10, lambda: os_threads() == before)
+
+
 def test_lane_writes_what_it_is_given_then_closes(tmp_path):
     fds = [os.open(str(tmp_path / name), WRITE) for name in ('f0', 'f1')]
     owned = set(fds)

@@ -11,6 +11,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -32,10 +33,10 @@ POISON = 'poisoned-file'
 class CommandServer:
     """``hg serve --cmdserver pipe``, driven over its pipe protocol"""
 
-    def __init__(self, cwd, env):
+    def __init__(self, cwd, env, *args):
         self.proc = subprocess.Popen(
             [HG, 'serve', '--cmdserver', 'pipe',
-             '--config', 'cmdserver.shutdown-on-interrupt=false'],
+             '--config', 'cmdserver.shutdown-on-interrupt=false'] + list(args),
             cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         )
         channel, hello = self._read()
@@ -300,3 +301,56 @@ def test_a_hundred_commands_leave_nothing_behind(place):
         server.close()
         for leftover in tmp_path.glob('d*'):
             shutil.rmtree(leftover, ignore_errors=True)
+
+
+def test_applies_interrupted_on_hung_closes_leave_nothing_once_they_return(
+    place
+):
+    # a hard-mounted NFS server gone away: in each of 20 applies one close
+    # hangs, Ctrl-C ends the apply, and the close is left to its thread.
+    # Once the server is back and the closes return, every thread the
+    # extension started has exited, and every descriptor is closed
+    tmp_path, env = place
+    hung = sorted(
+        name for _root, _dirs, names in os.walk(tmp_path / 'src' / '.hg'
+                                                / 'store' / 'data')
+        for name in names
+    )[-1]
+    back = tmp_path / 'server-back'
+    env = dict(env, SLOWCLOSE_US='1000', SLOWCLOSE_HANG_MATCH=hung,
+               SLOWCLOSE_HANG_UNTIL=str(back))
+    del env['SLOWCLOSE_FAIL_MATCH']
+    server = CommandServer(tmp_path, env, '--config', 'inspect.grace=0.2')
+    try:
+        baseline = server.leftovers(tmp_path)
+        assert baseline['os_threads'] == 1
+        for number in range(20):
+            dest = 'hung%d' % number
+            code, out, err, _sent = server.run('init', dest)
+            assert code == 0, err
+            store = tmp_path / dest / '.hg' / 'store'
+
+            def hanging():
+                return any(hung in names for _r, _d, names in os.walk(store))
+
+            code, out, err, sent = server.run(
+                '-R', dest, 'unbundle', 'src.v2.hg',
+                '--config', 'worker.backgroundclose=yes',
+                interrupt_when=hanging,
+            )
+            assert sent and code == 255, (number, code, err)
+            assert b'interrupted!' in err, err
+            assert b'Traceback' not in err, err
+        # each apply left its hung close to a thread
+        assert server.leftovers(tmp_path)['os_threads'] > 1
+        back.touch()
+        state = None
+        for _ in range(200):
+            state = server.leftovers(tmp_path)
+            if state == baseline:
+                break
+            time.sleep(0.05)
+        assert state == baseline
+    finally:
+        back.touch()
+        server.close()

@@ -86,7 +86,13 @@ typedef struct {
 	pthread_cond_t done; /* submitters wait for room, waiters for closes */
 	clockid_t doneclock; /* what deadlines of timed waits on done count */
 	int ready;           /* mutex and conditions initialised */
-	int abandoned;       /* left to hung closes: never deallocated */
+	/* left to hung closes: kept alive until its last thread exits */
+	int abandoned;
+	/* the threads are detached: nobody joins them, and the last one out
+	 * schedules the release of the lane (release_later) */
+	int detached;
+	/* deallocated while threads still ran: the last one out frees it */
+	int orphaned;
 
 	struct entry *ring;
 	Py_ssize_t capacity, head, queued;
@@ -100,6 +106,7 @@ typedef struct {
 	pthread_t *threads;
 	long long *current; /* per thread: token in flight, or -1 */
 	int nthreads, maxthreads, idle;
+	int running; /* threads started that have not returned yet */
 	pid_t pid; /* the process that started the threads */
 
 	/* what the threads did, read under the GIL */
@@ -147,6 +154,8 @@ static int write_all(int fd, const char *buf, Py_ssize_t len)
 	return 0;
 }
 
+static void release_later(Lane *self);
+
 static void *lane_thread(void *arg)
 {
 	struct start *start = arg;
@@ -179,7 +188,16 @@ static void *lane_thread(void *arg)
 
 		while (self->queued == 0) {
 			if (self->stopping) {
+				int last;
+				self->running--;
+				last = self->running == 0 && self->detached;
+				if (self->waiters)
+					pthread_cond_broadcast(&self->done);
 				pthread_mutex_unlock(&self->mutex);
+				/* the lane is not touched after this: whoever
+				 * releases it may do so at once */
+				if (last)
+					release_later(self);
 				return NULL;
 			}
 			self->idle++;
@@ -357,9 +375,56 @@ static int reserve(Lane *self)
 
 static int stop_threads(Lane *self, int interruptible, long long until_ns);
 
+/* with the mutex held: stop taking descriptors, and leave the threads to
+ * close what is queued and exit by themselves, detached; whether any still
+ * runs (the last one out then calls release_later) */
+static int detach_threads(Lane *self)
+{
+	int i;
+	self->stopping = 1;
+	pthread_cond_broadcast(&self->work);
+	pthread_cond_broadcast(&self->done);
+	if (!self->detached) {
+		self->detached = 1;
+		for (i = 0; i < self->nthreads; i++)
+			pthread_detach(self->threads[i]);
+	}
+	return self->running > 0;
+}
+
+static void free_lane(Lane *self);
+
+/* with the GIL, on the main thread, once the last detached thread of the
+ * lane returned (scheduled by release_later): drop what abandon() kept,
+ * or free a lane deallocated while its threads ran */
+static int release_now(void *arg)
+{
+	Lane *self = arg;
+	if (self->orphaned) {
+		free_lane(self);
+	} else {
+		release_spent(self);
+		Py_DECREF(self); /* abandon()'s reference */
+	}
+	return 0;
+}
+
+/* without the GIL, from the last detached thread of the lane: have the
+ * main thread release the lane at its next chance.  Python's queue of
+ * pending calls is short: a full one is tried again for a while; then the
+ * lane is left (kept, as it was before threads were detached). */
+static void release_later(Lane *self)
+{
+	int tries;
+	for (tries = 0; tries < 1000; tries++) {
+		if (Py_AddPendingCall(release_now, self) == 0)
+			return;
+		usleep(1000);
+	}
+}
+
 static void Lane_dealloc(Lane *self)
 {
-	Py_ssize_t i;
 	if (self->ready && self->pid != getpid()) {
 		/* a forked child: its copy of the mutex may be held by a
 		 * thread that does not exist here; leave everything be */
@@ -367,7 +432,26 @@ static void Lane_dealloc(Lane *self)
 		return;
 	}
 	if (self->ready) {
-		stop_threads(self, 0, -1);
+		/* never wait here for closes (one may hang on a dead mount,
+		 * and nothing could interrupt it): threads still running are
+		 * left what is queued, and the last one out frees the lane */
+		int running;
+		pthread_mutex_lock(&self->mutex);
+		running = detach_threads(self);
+		if (running)
+			self->orphaned = 1;
+		pthread_mutex_unlock(&self->mutex);
+		if (running)
+			return;
+	}
+	free_lane(self);
+}
+
+/* with the GIL: free a lane none of whose threads runs any more */
+static void free_lane(Lane *self)
+{
+	Py_ssize_t i;
+	if (self->ready) {
 		release_spent(self);
 		pthread_mutex_destroy(&self->mutex);
 		pthread_cond_destroy(&self->work);
@@ -516,6 +600,7 @@ static PyObject *Lane_start(Lane *self, PyObject *args)
 			break;
 		}
 		self->nthreads++;
+		self->running++;
 	}
 	count = self->nthreads;
 	pthread_mutex_unlock(&self->mutex);
@@ -679,6 +764,12 @@ static int stop_threads(Lane *self, int interruptible, long long until_ns)
 		return 0; /* a forked child: the threads (and whoever held the
 		             mutex) are not here */
 	pthread_mutex_lock(&self->mutex);
+	if (self->detached) {
+		/* abandoned: its threads exit by themselves, nobody joins them */
+		int left = self->running;
+		pthread_mutex_unlock(&self->mutex);
+		return left ? 1 : 0;
+	}
 	if (self->nthreads) {
 		waited = wait_unlocked(self, WAIT_THROUGH, self->nexttoken - 1,
 		                       interruptible, until_ns);
@@ -753,18 +844,28 @@ static PyObject *Lane_stop(Lane *self, PyObject *args)
 
 PyDoc_STRVAR(abandon_doc,
              "abandon()\n\n"
-             "Leave the threads to closes that hang: the lane is never "
-             "freed, so that they\n"
-             "may go on using it, and keeps closing what it was given.  "
-             "Only the threads\n"
-             "close those descriptors, whenever their closes return.");
+             "Leave the threads to closes that hang: the lane takes no more "
+             "descriptors, and\n"
+             "its threads, detached, close what they were given whenever "
+             "their closes\n"
+             "return, then exit.  The lane is kept until the last one "
+             "exits, then released\n"
+             "on the main thread (a pending call): nothing it holds "
+             "outlives its threads.");
 
 static PyObject *Lane_abandon(Lane *self, PyObject *Py_UNUSED(ignored))
 {
-	if (!self->abandoned) {
+	int running;
+	if (check_usable(self) < 0)
+		return NULL;
+	pthread_mutex_lock(&self->mutex);
+	running = detach_threads(self);
+	if (running && !self->abandoned) {
+		/* kept until the last thread returns (release_now) */
 		self->abandoned = 1;
-		Py_INCREF(self); /* never released: never deallocated */
+		Py_INCREF(self);
 	}
+	pthread_mutex_unlock(&self->mutex);
 	Py_RETURN_NONE;
 }
 
@@ -845,6 +946,9 @@ static PyObject *get_counter(Lane *self, void *which)
 	case 9:
 		value = self->batch;
 		break;
+	case 10:
+		value = self->running;
+		break;
 	}
 	pthread_mutex_unlock(&self->mutex);
 	return PyLong_FromLongLong(value);
@@ -880,6 +984,8 @@ static PyGetSetDef Lane_getset[] = {
      "threads waiting for descriptors", (void *)8},
     {"batch", (getter)get_counter, NULL,
      "descriptors queued that wake a parked thread", (void *)9},
+    {"running", (getter)get_counter, NULL,
+     "threads started that have not exited yet", (void *)10},
     {"seconds", (getter)get_seconds, NULL, "total time spent in close()",
      (void *)0},
     {"maxseconds", (getter)get_seconds, NULL, "longest close()",

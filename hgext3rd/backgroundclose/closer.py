@@ -1447,9 +1447,10 @@ class Closer:
         """closes hang past the grace period: leave them, and the files
         still queued behind them, to the threads"""
         if self._lane is not None:
-            # first: once ``abandoned`` is set, nothing calls this again,
-            # and a lane freed with hung closes would wait for them
-            self._lane.abandon()  # never freed while its threads run
+            # first: once ``abandoned`` is set, nothing calls this again.
+            # The lane takes nothing more; its threads, detached, exit
+            # once their closes return, and the last one releases it
+            self._lane.abandon()
         self.abandoned = True
         self._policy.reason = (
             'closes still hanging were left to their threads'
