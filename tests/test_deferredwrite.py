@@ -2,6 +2,7 @@
 # stream apply starts them (policy.WritePolicy): no Mercurial repository,
 # no sleeps
 import os
+import sys
 import threading
 
 import pytest
@@ -359,6 +360,40 @@ def test_closer_keeps_a_file_write_error_as_it_is(tmp_path):
     with pytest.raises(closermod.FileError) as info:
         closer.finish()
     assert info.value.action == 'opening'
+
+
+def full_disk():
+    """a file whose writes fail as on a full disk (no space left)"""
+    return open('/dev/full', 'wb', buffering=0)
+
+
+def refused():
+    raise PermissionError(13, 'Permission denied')
+
+
+@pytest.mark.skipif(not os.path.exists('/dev/full'),
+                    reason='no /dev/full on this system')
+@pytest.mark.parametrize('failing', ['opening', 'writing'])
+def test_a_failed_file_write_s_error_keeps_none_of_its_data(
+    tmp_path, failing
+):
+    # the closer keeps a writer's failure, traceback and all, until the
+    # apply ends: the data of the failed file (up to the whole budget) must
+    # not stay reachable through the frames it went through
+    chunk = b'one of a kind ' * 1000
+    unheld = sys.getrefcount(chunk)
+    write, name, _budget, _made = file_write(
+        tmp_path, [chunk],
+        opener=refused if failing == 'opening' else full_disk)
+    closer = closermod.Closer(policy=closermod.BACKGROUND, threads=1,
+                              minfilecount=0)
+    closer.close(write, name)
+    del write
+    with pytest.raises(closermod.FileError) as info:
+        closer.finish()
+    assert info.value.action == failing
+    assert closer.errors == [info.value]
+    assert sys.getrefcount(chunk) == unheld
 
 
 def test_discarded_write_writes_nothing(tmp_path):

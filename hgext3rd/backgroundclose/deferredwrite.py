@@ -95,6 +95,9 @@ class FileWrite:
                 return
             self._write(chunks)
         finally:
+            # a failure is kept, traceback and all, until the apply ends:
+            # the frames it went through must not keep the data alive
+            chunks = None
             self._budget.give(self._size)
 
     def discard(self):
@@ -105,40 +108,43 @@ class FileWrite:
             self._budget.give(self._size)
 
     def _write(self, chunks):
-        table = self._book.mine()
-        clock = time.perf_counter if self._timed else _no_clock
-        name = self.name
         try:
-            self._prepare()  # its mkdir calls are timed on their own
+            table = self._book.mine()
+            clock = time.perf_counter if self._timed else _no_clock
+            name = self.name
+            try:
+                self._prepare()  # its mkdir calls are timed on their own
+                if self._cancelled.is_set():
+                    return
+                start = clock()
+                fp = self._opener()
+            except OSError as exc:
+                raise closermod.FileError(name, exc, 'opening') from exc
+            table['open'].add(clock() - start)
+            # fp is this thread's alone, from here to its close
+            try:
+                start = clock()
+                for chunk in chunks:
+                    fp.write(chunk)
+                table['write'].add(clock() - start, self._size)
+            except BaseException as exc:
+                closermod.close_quietly(fp)
+                if isinstance(exc, OSError):
+                    raise closermod.FileError(name, exc, 'writing') from exc
+                raise
+            start = clock()
+            try:
+                fp.close()
+            except OSError as exc:
+                raise closermod.FileError(name, exc) from exc
+            table['close-written'].add(clock() - start)
             if self._cancelled.is_set():
-                return
-            start = clock()
-            fp = self._opener()
-        except OSError as exc:
-            raise closermod.FileError(name, exc, 'opening') from exc
-        table['open'].add(clock() - start)
-        # fp is this thread's alone, from here to its close
-        try:
-            start = clock()
-            for chunk in chunks:
-                fp.write(chunk)
-            table['write'].add(clock() - start, self._size)
-        except BaseException as exc:
-            closermod.close_quietly(fp)
-            if isinstance(exc, OSError):
-                raise closermod.FileError(name, exc, 'writing') from exc
-            raise
-        start = clock()
-        try:
-            fp.close()
-        except OSError as exc:
-            raise closermod.FileError(name, exc) from exc
-        table['close-written'].add(clock() - start)
-        if self._cancelled.is_set():
-            # the apply failed meanwhile, and may have taken back what it
-            # wrote already (a write that hung past the closer's grace
-            # period ends here): this file too
-            _tryunlink(name)
+                # the apply failed meanwhile, and may have taken back
+                # what it wrote already (a write that hung past the
+                # closer's grace period ends here): this file too
+                _tryunlink(name)
+        finally:
+            chunks = chunk = None  # see close()
 
 
 class DeferredFile:
