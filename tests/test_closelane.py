@@ -443,6 +443,27 @@ def test_a_lane_dropped_while_a_close_hangs_does_not_wait_for_it():
     assert true_by(time.monotonic() + 10, lambda: os_threads() == before)
 
 
+@pytest.mark.parametrize('native', [False, True])
+def test_names_are_not_kept_once_their_files_are_closed(tmp_path, native):
+    # a changegroup hands over the revlogs of thousands of files, each by
+    # its name, for wait_for(): a name whose files are all closed needs no
+    # entry (on the lane, at most about two per descriptor it may hold)
+    closer = Closer(policy=closermod.BACKGROUND, native=native, owned=set(),
+                    fdroom=None, maxqueue=8, tracknames=True, threads=2)
+    assert closer.native == native
+    for number in range(600):
+        fd = os.open(str(tmp_path / 'f'), WRITE)
+        closer.owned.add(fd)
+        closer.close(fd, b'data/f%d.i' % number)
+    closer.wait()
+    names = (closer._latesttokens if native else closer._queuednames)
+    assert len(names) <= 2 * 8 + 1
+    closer.wait_for(b'data/f599.i')
+    closer.wait_for(b'data/f3.i')
+    assert not closer.has_pending_any()
+    closer.finish()
+
+
 def test_lane_writes_what_it_is_given_then_closes(tmp_path):
     fds = [os.open(str(tmp_path / name), WRITE) for name in ('f0', 'f1')]
     owned = set(fds)

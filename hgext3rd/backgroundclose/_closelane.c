@@ -267,6 +267,34 @@ static long long oldest_open(Lane *self)
 	return oldest;
 }
 
+/* with the GIL, not the mutex (the list it makes may start the garbage
+ * collector, whose finalizers may submit): forget the names whose latest
+ * token is below ``oldest``, all closed (a wait for them has nothing to
+ * wait for), so that the dict holds about as many names as descriptors
+ * may be pending, not one per name ever submitted (a changegroup's every
+ * revlog).  Best effort: on failure (memory) what is left stays. */
+static void prune_names(Lane *self, long long oldest)
+{
+	PyObject *key, *value, *stale = PyList_New(0);
+	Py_ssize_t pos = 0, i;
+	if (stale == NULL) {
+		PyErr_Clear();
+		return;
+	}
+	while (PyDict_Next(self->names, &pos, &key, &value)) {
+		long long token = PyLong_AsLongLong(value);
+		if (token == -1 && PyErr_Occurred())
+			break;
+		if (token < oldest && PyList_Append(stale, key) < 0)
+			break;
+	}
+	for (i = 0; i < PyList_GET_SIZE(stale); i++)
+		if (PyDict_DelItem(self->names, PyList_GET_ITEM(stale, i)) < 0)
+			break;
+	PyErr_Clear();
+	Py_DECREF(stale);
+}
+
 enum waitfor { WAIT_ROOM, WAIT_THROUGH };
 
 static int wait_satisfied(Lane *self, enum waitfor what, long long through)
@@ -636,7 +664,8 @@ static PyObject *Lane_submit(Lane *self, PyObject *args, PyObject *kwds)
 	int fd;
 	PyObject *name = Py_None, *data = Py_None, *token = NULL, *key = NULL;
 	struct entry *e;
-	int full;
+	int full, prune;
+	long long oldest;
 
 	if (!PyArg_ParseTupleAndKeywords(args, kwds, "i|OO", kwlist, &fd,
 	                                 &name, &data))
@@ -724,7 +753,12 @@ static PyObject *Lane_submit(Lane *self, PyObject *args, PyObject *kwds)
 	    self->queued > self->nthreads - self->idle)
 		pthread_cond_signal(&self->work);
 	full = self->queued + self->inflight >= self->capacity;
+	prune = self->names != NULL &&
+	        PyDict_GET_SIZE(self->names) > 2 * self->capacity;
+	oldest = prune ? oldest_open(self) : 0;
 	pthread_mutex_unlock(&self->mutex);
+	if (prune)
+		prune_names(self, oldest);
 	/* nothing that could fail once it is queued */
 	return PyBool_FromLong(full);
 }
