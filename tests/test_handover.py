@@ -15,6 +15,7 @@ import io
 import os
 import sys
 import threading
+import time
 
 import pytest
 
@@ -139,6 +140,30 @@ def test_a_file_an_interrupt_kept_from_its_close_is_released():
     assert failed.closedby == [threading.current_thread().name]
     files.release()  # each once
     assert len(kept.closedby + handed.closedby + failed.closedby) == 3
+
+
+def test_descriptors_kept_from_an_abandoned_closer_are_closed_elsewhere(
+    tmp_path
+):
+    # the closer left a hung close to its thread: the descriptors an
+    # interrupt kept from it are not closed here (that could hang too) nor
+    # leaked (a command server goes on), but closed on a thread of their
+    # own, which then ends
+    closer = python_pool()
+    files = handover.OwnedFiles(closer)
+    fds = [closer.open_owned(str(tmp_path / ('f%d' % n)),
+                             os.O_WRONLY | os.O_CREAT) for n in range(3)]
+    assert files.fds == set(fds)
+    closer.finish(failing=True)
+    closer.abandoned = True  # as _abandon() leaves it
+    files.release()
+    assert files.fds == set()
+    deadline = time.monotonic() + 10
+    while any(is_open(fd) for fd in fds) or any(
+        t.name == 'backgroundclose-release' for t in threading.enumerate()
+    ):
+        assert time.monotonic() < deadline
+        time.sleep(0.001)
 
 
 # DescriptorFile ----------------------------------------------------------

@@ -409,6 +409,34 @@ def write_all(fd, data):
     return size
 
 
+def close_elsewhere(fds):
+    """close the descriptors ``fds`` (a list, now the callee's) on a thread
+    of their own, which ends once they are closed: after closes were left
+    hanging, one more close on this thread could hang as well, where the
+    command must end (a command server goes on).  A close that hangs keeps
+    only that thread."""
+    if not fds:
+        return
+
+    def close_all():
+        if _WORKER_BLOCKS is not None:
+            signal.pthread_sigmask(signal.SIG_BLOCK, _WORKER_BLOCKS)
+        while fds:
+            try:
+                os.close(fds.pop())
+            except OSError:
+                pass
+
+    thread = threading.Thread(target=close_all,
+                              name='backgroundclose-release', daemon=True)
+    try:
+        thread.start()
+    except (RuntimeError, MemoryError):
+        # no thread can be started: left open (closed here, one could
+        # hang the command)
+        pass
+
+
 def close_quietly(target, closefn=close_target):
     """close on a path that is already failing: an error of the close must
     not hide the first one"""

@@ -339,10 +339,11 @@ class OwnedFiles:
     def release(self):
         """after a failure, once every close handed over is done: close
         what an interrupt or an error kept from the closer.  If the closer
-        left hung closes to its threads, closing here would hang as well:
-        the descriptors are then only forgotten (the process leaks them),
-        and the file objects over them marked closed; the file objects of
-        their own are left to the garbage collector."""
+        left hung closes to its threads, closing here could hang as well:
+        the descriptors then go to a thread of their own, which closes
+        them (closermod.close_elsewhere), and the file objects over them
+        are marked closed; the file objects of their own are left to the
+        garbage collector."""
         proxies = self._proxies
         if self.closer.abandoned:
             proxies.clear()
@@ -358,7 +359,11 @@ class OwnedFiles:
                 fp = self._files.pop(fd, None)
                 if fp is not None:
                     _mark_closed(fp)
-                self.fds.discard(fd)
+            left = list(self.fds)
+            # from here on the thread's (an interrupt before the thread
+            # starts leaks them, as a hung close would)
+            self.fds.clear()
+            closermod.close_elsewhere(left)
             return
         for fd in list(self.fds):
             self.discard(fd)
