@@ -122,3 +122,53 @@ and core's behaviour:
   debug command wrapped: False
   updating to branch default
   40 files updated, 0 files merged, 0 files removed, 0 files unresolved
+
+A program that clones on a thread of its own (a GUI keeps its main thread
+for the window).  Core closes in the background only on the main thread;
+the extension applies the stream on whichever thread clones, and a close
+that fails there aborts the clone before its transaction commits: the
+pretxnclose hook never sees a broken clone.
+
+  $ [ -n "$SLOWCLOSE_SO" ] && [ -f "$SLOWCLOSE_SO" ] || exit 80
+  $ cat > threadclone.py <<'EOF'
+  > import sys, threading
+  > from mercurial import error, ui as uimod
+  > try:  # Mercurial 7.x
+  >     from mercurial import initialization
+  >     initialization.init()
+  >     from mercurial.cmd_impls.clone import clone
+  > except ImportError:
+  >     from mercurial.hg import clone
+  > def run():
+  >     u = uimod.ui.load()
+  >     for setting in sys.argv[2:]:
+  >         name, value = setting.split('=', 1)
+  >         section, key = name.split('.', 1)
+  >         u.setconfig(section.encode(), key.encode(), value.encode(), b'test')
+  >     try:
+  >         clone(u, {}, b'ssh://user@dummy/src', dest=sys.argv[1].encode(),
+  >               stream=True, update=False)
+  >     except error.Abort as exc:
+  >         print('abort: %s' % exc.message.decode())
+  > thread = threading.Thread(target=run)
+  > thread.start()
+  > thread.join()
+  > EOF
+  $ threaded() {
+  >   SLOWCLOSE_US=1000 LD_PRELOAD="$SLOWCLOSE_SO" python3 threadclone.py "$@" \
+  >     worker.backgroundclose=yes worker.backgroundcloseminfilecount=0 \
+  >     'hooks.pretxnclose.seen=echo pretxnclose hook ran'
+  > }
+  $ threaded on-a-thread
+  streaming all changes
+  * files to transfer, * of data (glob)
+  pretxnclose hook ran
+  (stream-cloned \d+ files / |transferred ).* in .* seconds \(.*/sec\) (re)
+  $ hg -R on-a-thread verify -q
+  $ SLOWCLOSE_FAIL_MATCH=00manifest.i threaded failing-on-a-thread
+  streaming all changes
+  * files to transfer, * of data (glob)
+  abort: error closing 00manifest.i: Input/output error
+  $ ls failing-on-a-thread
+  ls: cannot access 'failing-on-a-thread': No such file or directory
+  [2]

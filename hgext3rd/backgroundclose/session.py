@@ -89,13 +89,8 @@ class Session:
             **settings.closer_options(ui)
         )
         self.files = handover.OwnedFiles(self.closer)
-        # the files the main thread opens are the session's: core closes
-        # in the background only there (None: made on another thread)
-        self.thread = (
-            threading.get_ident()
-            if threading.current_thread() is threading.main_thread()
-            else None
-        )
+        # the thread whose files are the session's (None: none)
+        self.thread = self.applying_thread()
         # False once the session ended: a wrapper of the session that
         # another extension's chain still holds then does nothing
         self.running = True
@@ -112,6 +107,15 @@ class Session:
             else seams.installed(seams.bound(self, [openseam]))
         )
         self.leaving = False
+
+    def applying_thread(self):
+        """the thread the session writes for, recorded as it is made: the
+        main thread, and only if it is made there, since core closes in
+        the background only on the main thread (a seam that takes files
+        on another thread says so)"""
+        if threading.current_thread() is threading.main_thread():
+            return threading.get_ident()
+        return None
 
     def usable(self):
         """whether the calling thread may use the session now"""

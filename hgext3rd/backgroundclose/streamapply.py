@@ -77,6 +77,7 @@ in the store, which the transaction needs.  A failed apply still takes
 back what it wrote itself first (``undo``).
 """
 
+import contextlib
 import errno
 import itertools
 import os
@@ -253,6 +254,11 @@ class ApplySession(sessionmod.Session):
         # file prepared, until it is opened (and registered)
         self._streamnames = {}
         self.start = util.timer()
+
+    def applying_thread(self):
+        """the thread that applies the stream, whichever it is: Mercurial
+        used as a library may clone on any thread (backgroundclosing())"""
+        return threading.get_ident()
 
     def check_name(self, vfs, path):
         """before ``path`` of ``vfs`` is opened: refuse a store file name
@@ -1062,9 +1068,9 @@ class ApplySession(sessionmod.Session):
         timed = self.timed
         write = closermod.write_all
         # a writer thread of a parallel apply keeps its failures for the
-        # main thread, which raises them when it finishes the closer (or
-        # as it prepares the next file)
-        onmain = threading.current_thread() is threading.main_thread()
+        # applying thread, which raises them when it finishes the closer
+        # (or as it prepares the next file)
+        onmain = threading.get_ident() == self.thread
         if not onmain:
             self.writes_elsewhere = True
         writepolicy = self.writepolicy
@@ -1471,6 +1477,34 @@ def backgroundfilecloser(session, orig, ui, expectedcount=-1):
     return SessionCloser(session)
 
 
+def backgroundclosing(session, orig, self, ui, expectedcount=-1):
+    """core's ``vfs.backgroundclosing()`` does nothing off the main thread;
+    on the thread applying a stream (Mercurial as a library, cloning on
+    another thread) it enters the session's closer as on the main thread,
+    so that every close is done and every failure raised before the
+    stream's transaction commits"""
+    if (
+        not session.usable()
+        or threading.current_thread() is threading.main_thread()
+    ):
+        return orig(self, ui, expectedcount=expectedcount)
+    return _closing_off_main(self, ui, expectedcount)
+
+
+@contextlib.contextmanager
+def _closing_off_main(vfs, ui, expectedcount):
+    """what core's backgroundclosing() does on the main thread"""
+    vfs = getattr(vfs, 'vfs', vfs)
+    if getattr(vfs, '_backgroundfilecloser', None):
+        raise error.Abort(_(b'can only have 1 active background file closer'))
+    with vfsmod.backgroundfilecloser(ui, expectedcount=expectedcount) as bfc:
+        try:
+            vfs._backgroundfilecloser = bfc
+            yield bfc
+        finally:
+            vfs._backgroundfilecloser = None
+
+
 def _streamed(session, rawvfs, mode, args, kwargs):
     """whether an open through ``rawvfs`` is of a file the stream writes:
     for writing, on the session's thread, and inside backgroundclosing()
@@ -1605,6 +1639,7 @@ _FILECHUNKITER_SEAM = (util, 'filechunkiter', filechunkiter)
 # wrapped only while a stream apply runs, bound to it (see seams.py)
 _SESSION_SEAMS = [
     (vfsmod, 'backgroundfilecloser', backgroundfilecloser),
+    (vfsmod.abstractvfs, 'backgroundclosing', backgroundclosing),
     (streamclone, '_write_files', write_files)
     if compat.HAS_WRITE_FILES
     else None,
