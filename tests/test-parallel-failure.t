@@ -46,3 +46,35 @@ thread, where the failure stops the apply all the same.
   abort: error closing FILE: Input/output error
     files read from the stream: * stopped early: True (glob)
   par-yes-false: as new
+
+Ctrl-C while core's writer threads write (every close of theirs takes 2 ms
+here, so the main thread has read the whole stream and waits for them in
+core's join() when the signal comes): the writers stop at their next file,
+the take-back waits for them before it closes the descriptors the main
+thread kept and removes what was written, and nothing is written after it:
+
+  $ for native in true false; do
+  >   hg init int-$native
+  >   SLOWCLOSE_US=2000 LD_PRELOAD="$SLOWCLOSE_SO" \
+  >     python3 "$TESTDIR/interrupt.py" INT int-$native/.hg/store 300 -- \
+  >     -R int-$native -q debugapplystreamclonebundle v2.hg \
+  >     --config worker.parallel-stream-bundle-processing=yes \
+  >     --config worker.backgroundclose=no \
+  >     --config worker.backgroundclosenative=$native
+  >   sleep 1  # a writer left running would write on meanwhile
+  >   asnew int-$native
+  > done
+  interrupted!
+  exit 255
+  signalled while running: True
+  stopped writing at the signal: True
+  threads as before: True
+  descriptors as before: True
+  int-true: as new
+  interrupted!
+  exit 255
+  signalled while running: True
+  stopped writing at the signal: True
+  threads as before: True
+  descriptors as before: True
+  int-false: as new

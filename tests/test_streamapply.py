@@ -11,6 +11,7 @@ nor keep the transaction's own abort from removing its journal."""
 import contextlib
 import os
 import sys
+import threading
 
 import pytest
 
@@ -364,3 +365,56 @@ def test_an_apply_s_abort_removes_new_files_and_truncates_others(
     assert not repo.svfs.exists(b'data/gone.i')
     assert not repo.svfs.exists(b'data/new.i')
     assert repo.svfs.read(b'grown') == b'0123'
+
+
+# core's writer threads (stream v2, worker.parallel-stream-bundle-processing)
+
+
+@pytest.mark.parametrize('closes', ['inline', 'background'])
+def test_a_take_back_waits_for_core_s_writer_and_closes_none_of_its_files(
+    repo_with, closes
+):
+    # the applying thread was interrupted (in core's join()) while one of
+    # core's writer threads was in the middle of a file: the take-back must
+    # neither close that writer's descriptor (it would write into a closed
+    # or reused number) nor let it write any file after the take-back
+    repo = repo_with([
+        (b'backgroundclosemaxthreadcount', b'4'),
+        (b'backgroundclosethreshold', b'30'),
+        (b'backgroundclose', b'yes' if closes == 'background' else b'no'),
+        (b'backgroundcloseminfilecount', b'0'),
+    ])
+    session = streamapply.ApplySession(repo, b'v2')
+    data = repo.svfs.join(b'data')
+    os.makedirs(data)
+    midway = threading.Event()
+    resume = threading.Event()
+
+    def first_file():
+        yield b'first part, '
+        midway.set()
+        resume.wait(10)
+        yield b'second part'
+
+    def files():
+        yield os.path.join(data, b'a.i'), None, first_file()
+        yield os.path.join(data, b'b.i'), None, iter([b'never written'])
+
+    writer = threading.Thread(
+        target=session.write_files, args=(None, files()),
+        name='core writer',
+    )
+    writer.start()
+    try:
+        assert midway.wait(10)
+        # the writer holds its descriptor: none of the session's own
+        assert session.closer.owned == set()
+        threading.Timer(0.3, resume.set).start()
+        session.take_back()  # waits for the writer to leave
+        assert not writer.is_alive()
+    finally:
+        resume.set()
+        writer.join(10)
+        session.closer.finish(failing=True)
+    assert not session.closer.failed()  # nothing written into a closed fd
+    assert os.listdir(repo.svfs.join(b'')) in ([], [b'requires'])

@@ -208,6 +208,10 @@ class ApplySession(sessionmod.Session):
         self._writeroptions = settings.closer_options(ui)
         self.budget = deferredwrite.WriteBudget()
         self.cancelled = threading.Event()
+        # core's writer threads inside write_files() now (stream v2 from
+        # 7.0 on, worker.parallel-stream-bundle-processing)
+        self._corewriting = 0
+        self._corewriters = threading.Condition()
         # stream v2 on 7.x, writers running: path -> the directory its
         # writer makes (see stream_directory)
         self._streamdirs = {}
@@ -331,12 +335,35 @@ class ApplySession(sessionmod.Session):
         super().finish(failing)
 
     def take_back(self):
-        """after a failure, once no thread writes or closes any more: close
-        what an interrupt kept from the closer, remove what was written"""
+        """after a failure, once the closers are finished: stop core's
+        writer threads, close what an interrupt kept from the closer,
+        remove what was written"""
+        interrupted = self._stop_core_writers()
         self.release_descriptors()
-        interrupted = self.undo()
+        undone = self.undo()
+        if interrupted is None:
+            interrupted = undone
         if interrupted is not None:
             raise interrupted
+
+    def _stop_core_writers(self):
+        """tell core's writer threads to write nothing more, and wait until
+        each has left write_files(), at most the closer's grace period (a
+        write that hangs on a dead mount keeps only its own thread and
+        descriptor).  An interrupt meanwhile ends the wait and is returned,
+        for the caller to raise once the take-back is done."""
+        self.cancelled.set()
+        deadline = time.monotonic() + closermod.Closer.GRACE
+        try:
+            with self._corewriters:
+                while self._corewriting:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    self._corewriters.wait(min(left, 0.1))
+        except (KeyboardInterrupt, SystemExit) as exc:
+            return exc
+        return None
 
     def release_descriptors(self):
         """close what write_files (or core's writer, given a skip) opened
@@ -985,7 +1012,7 @@ class ApplySession(sessionmod.Session):
             True,  # core's notindexed on this path
         )
 
-    def _open_streamed(self, path, mode, holdmost):
+    def _open_streamed(self, path, mode, holdmost, owned=None):
         """open a stream v2 file as core's _write_files does (Mercurial
         7.0 on), into the owned set: (fd, the largest first chunk it may
         hold for the lane).  One that may hold its bytes is created, not
@@ -994,7 +1021,8 @@ class ApplySession(sessionmod.Session):
         holds nothing, so that its bytes land in core's order."""
         mode = 0o777 if mode is None else mode  # os.open's default
         closer = self.closer
-        owned = closer.owned
+        if owned is None:
+            owned = closer.owned
         openowned = closermod.open_owned  # not closer's: a call fewer
         try:
             if holdmost:
@@ -1055,10 +1083,37 @@ class ApplySession(sessionmod.Session):
 
     def write_files(self, writefiles, info):
         """write stream v2 files from (path, mode, chunks) like core's
-        _write_files, handing each descriptor to the closer; on the main
-        thread, while files are left to core, with ``writefiles`` (core's
-        _write_files: see _leave_to_core), or journaled, as core would
-        (_write_as_core)"""
+        _write_files, handing each descriptor to the closer; on the
+        applying thread, while files are left to core, with ``writefiles``
+        (core's _write_files: see _leave_to_core), or journaled, as core
+        would (_write_as_core).
+
+        On one of core's writer threads (worker.parallel-stream-bundle-
+        processing) the descriptors it opened and has not handed over are
+        its own, never in the session's owned set: no signal reaches a
+        thread other than the main one, so its hand-overs cannot be cut
+        short, and the take-back after a failure, which waits for these
+        threads to leave (take_back), closes only what the applying thread
+        owns.  A writer closes its own as it leaves."""
+        if threading.get_ident() == self.thread:
+            return self._write_streamed(writefiles, info, None)
+        mine = set()
+        with self._corewriters:
+            self._corewriting += 1
+        try:
+            self.writes_elsewhere = True
+            return self._write_streamed(writefiles, info, mine)
+        finally:
+            for fd in mine:
+                closermod.close_quietly(fd)
+            with self._corewriters:
+                self._corewriting -= 1
+                self._corewriters.notify_all()
+
+    def _write_streamed(self, writefiles, info, mine):
+        """write_files() on the applying thread (``mine`` None), or on one
+        of core's writer threads, whose descriptors not handed over yet are
+        in ``mine``"""
         table = self.book.mine()
         openstat = table['open']
         writestat = table['write']
@@ -1070,9 +1125,9 @@ class ApplySession(sessionmod.Session):
         # a writer thread of a parallel apply keeps its failures for the
         # applying thread, which raises them when it finishes the closer
         # (or as it prepares the next file)
-        onmain = threading.get_ident() == self.thread
-        if not onmain:
-            self.writes_elsewhere = True
+        onmain = mine is None
+        owned = closer.owned if onmain else mine
+        cancelled = self.cancelled
         writepolicy = self.writepolicy
         streamdirs = self._streamdirs
         streamnames = self._streamnames
@@ -1098,6 +1153,9 @@ class ApplySession(sessionmod.Session):
                     self._leave_to_core(writefiles, (path, mode, data), info)
                     continue
                 self.streamfiles += 1
+            if not onmain and cancelled.is_set():
+                # the apply is being taken back: leave at once
+                return
             if not onmain and closer.failed():
                 # the apply has failed: write nothing more, only keep the
                 # stream in step until the main thread stops reading it
@@ -1125,7 +1183,9 @@ class ApplySession(sessionmod.Session):
             cpustart = blockstart = None
             if timing == 'cpu':
                 cpustart, blockstart = _thread_time(), _blocked()
-            self._opening = path
+            if onmain:
+                # a writer's descriptor is never looked for by name
+                self._opening = path
             fd = None
             if timed or timing is not None:
                 start = clock()
@@ -1139,10 +1199,12 @@ class ApplySession(sessionmod.Session):
                     path, mode,
                     lanehold if onmain and self.writers is None
                     and decisions.background else 0,
+                    owned,
                 )
                 # in the owned set now: release() finds it there, and a
                 # search by name could find it queued on the closer later
-                self._opening = None
+                if onmain:
+                    self._opening = None
                 if timed:
                     openstat.since(start)
                 if timing is not None:
@@ -1180,6 +1242,7 @@ class ApplySession(sessionmod.Session):
             except closermod.FileError as failure:
                 if fd is not None:
                     closer.close_quietly(fd)
+                    owned.discard(fd)
                 if onmain:
                     raise
                 closer.record(failure)
@@ -1200,6 +1263,10 @@ class ApplySession(sessionmod.Session):
             else:
                 if onmain:
                     self.closed_one()
+            finally:
+                if not onmain:
+                    # closed or handed over: no longer this writer's
+                    mine.discard(fd)
 
     def _leave_to_core(self, writefiles, first, info):
         """closes are cheap: the skip's files go to core's own
