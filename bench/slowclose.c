@@ -34,7 +34,9 @@
  *   SLOWCLOSE_HANG_COUNT=N only the first N of those closes hang (a server
  *                          back for the next request; default: all)
  *   SLOWCLOSE_HANG_UNTIL=P hung closes return (having closed) once the path
- *                          P exists: the server came back
+ *                          P exists: the server came back.  Each close that
+ *                          begins to hang first makes the file P.hung, for
+ *                          a test to know that one hangs now
  *   SLOWCLOSE_UNLINK_FAIL_MATCH=S
  *                          unlink(), unlinkat() and rmdir() of an existing
  *                          path that contains S fail with EACCES and remove
@@ -52,6 +54,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -206,6 +209,19 @@ static void sleep_us(long us)
         ;
 }
 
+/* SLOWCLOSE_HANG_UNTIL: make P.hung, with the real calls (not tracked) */
+static void mark_hanging(void)
+{
+    char marker[4096];
+    int fd;
+    if (snprintf(marker, sizeof marker, "%s.hung", hang_until) >=
+        (int)sizeof marker)
+        return;
+    fd = real_open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd >= 0)
+        real_close(fd);
+}
+
 int close(int fd)
 {
     unsigned char mark = 0;
@@ -217,7 +233,9 @@ int close(int fd)
         if (mark == 3 && (hang_count <= 0 ||
                           (long)__atomic_add_fetch(&hung_count, 1,
                                                    __ATOMIC_RELAXED) <=
-                              hang_count))
+                              hang_count)) {
+            if (hang_until)
+                mark_hanging();
             for (;;) {
                 if (!hang_until)
                     pause(); /* signal handlers run; never returns */
@@ -226,6 +244,7 @@ int close(int fd)
                 else
                     sleep_us(10000);
             }
+        }
         sleep_us(pick_delay_us());
         errno = saved;
         if (mark == 2 || (fail_nth && (long)n == fail_nth) ||

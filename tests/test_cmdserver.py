@@ -328,16 +328,27 @@ def test_applies_interrupted_on_hung_closes_leave_nothing_once_they_return(
             dest = 'hung%d' % number
             code, out, err, _sent = server.run('init', dest)
             assert code == 0, err
-            store = tmp_path / dest / '.hg' / 'store'
+            # the interrupt comes once the close hangs, on a thread (the
+            # shim makes server-back.hung as it begins to hang): before
+            # that, the descriptor is the applying thread's, whose close on
+            # the failing path no interrupt could end
+            hanging = tmp_path / 'server-back.hung'
+            if hanging.exists():
+                hanging.unlink()
 
-            def hanging():
-                return any(hung in names for _r, _d, names in os.walk(store))
-
-            code, out, err, sent = server.run(
-                '-R', dest, 'unbundle', 'src.v2.hg',
-                '--config', 'worker.backgroundclose=yes',
-                interrupt_when=hanging,
-            )
+            # should a close hang where no interrupt can end it, the test
+            # fails instead of hanging: the server comes back in a minute
+            watchdog = threading.Timer(60, back.touch)
+            watchdog.start()
+            try:
+                code, out, err, sent = server.run(
+                    '-R', dest, 'unbundle', 'src.v2.hg',
+                    '--config', 'worker.backgroundclose=yes',
+                    interrupt_when=hanging.exists,
+                )
+            finally:
+                watchdog.cancel()
+            assert not back.exists(), 'a close hung where Ctrl-C cannot end it'
             assert sent and code == 255, (number, code, err)
             assert b'interrupted!' in err, err
             assert b'Traceback' not in err, err

@@ -121,6 +121,10 @@ typedef struct {
 
 	PyObject *owned; /* set of descriptors the submitter owns, or NULL */
 	PyObject *names; /* dict: name -> latest token, or NULL */
+	/* names held when the dict is next pruned: twice what the last
+	 * pruning left, so that a close held back (which keeps most names)
+	 * costs a scan per so many submissions, not one each */
+	Py_ssize_t pruneat;
 } Lane;
 
 struct start {
@@ -437,18 +441,48 @@ static int release_now(void *arg)
 	return 0;
 }
 
+/* set once the interpreter is finalizing (closer.py calls finalizing()
+ * at exit): from then on no thread schedules a pending call, which would
+ * reach an interpreter that may be gone; what such a lane holds goes with
+ * the process.  Read and set under its own mutex. */
+static pthread_mutex_t finalizing_mutex = PTHREAD_MUTEX_INITIALIZER;
+static int finalizing;
+
 /* without the GIL, from the last detached thread of the lane: have the
  * main thread release the lane at its next chance.  Python's queue of
  * pending calls is short: a full one is tried again for a while; then the
  * lane is left (kept, as it was before threads were detached). */
 static void release_later(Lane *self)
 {
-	int tries;
-	for (tries = 0; tries < 1000; tries++) {
-		if (Py_AddPendingCall(release_now, self) == 0)
+	int tries, scheduled = 0;
+	for (tries = 0; tries < 1000 && !scheduled; tries++) {
+		pthread_mutex_lock(&finalizing_mutex);
+		if (finalizing) {
+			pthread_mutex_unlock(&finalizing_mutex);
 			return;
-		usleep(1000);
+		}
+		scheduled = Py_AddPendingCall(release_now, self) == 0;
+		pthread_mutex_unlock(&finalizing_mutex);
+		if (!scheduled)
+			usleep(1000);
 	}
+}
+
+PyDoc_STRVAR(finalizing_doc,
+             "finalizing()\n\n"
+             "The interpreter is about to end (an atexit handler): no lane "
+             "thread schedules\n"
+             "the release of its lane from now on.");
+
+static PyObject *module_finalizing(PyObject *Py_UNUSED(module),
+                                   PyObject *Py_UNUSED(ignored))
+{
+	Py_BEGIN_ALLOW_THREADS;
+	pthread_mutex_lock(&finalizing_mutex);
+	finalizing = 1;
+	pthread_mutex_unlock(&finalizing_mutex);
+	Py_END_ALLOW_THREADS;
+	Py_RETURN_NONE;
 }
 
 static void Lane_dealloc(Lane *self)
@@ -462,7 +496,11 @@ static void Lane_dealloc(Lane *self)
 	if (self->ready) {
 		/* never wait here for closes (one may hang on a dead mount,
 		 * and nothing could interrupt it): threads still running are
-		 * left what is queued, and the last one out frees the lane */
+		 * left what is queued, and the last one out frees the lane.
+		 * Should the process end first, what they had not written or
+		 * closed yet goes with it: the closer stops a lane (or
+		 * abandons it) before dropping it, so only a lane dropped
+		 * without either can lose data this way. */
 		int running;
 		pthread_mutex_lock(&self->mutex);
 		running = detach_threads(self);
@@ -548,6 +586,7 @@ static int Lane_init(Lane *self, PyObject *args, PyObject *kwds)
 		return -1;
 	}
 	self->capacity = capacity;
+	self->pruneat = 2 * capacity;
 	self->maxthreads = maxthreads;
 	self->batch = batch;
 	if (owned != Py_None) {
@@ -656,7 +695,9 @@ PyDoc_STRVAR(
     "room; the\n"
     "descriptor is then still the caller's.  Returns whether the lane is "
     "full once\n"
-    "it is queued (as many descriptors pending as it has room for).");
+    "it is queued (as many descriptors pending as it has room for).  "
+    "Names whose\n"
+    "descriptors are all closed may be forgotten from ``names``.");
 
 static PyObject *Lane_submit(Lane *self, PyObject *args, PyObject *kwds)
 {
@@ -754,11 +795,16 @@ static PyObject *Lane_submit(Lane *self, PyObject *args, PyObject *kwds)
 		pthread_cond_signal(&self->work);
 	full = self->queued + self->inflight >= self->capacity;
 	prune = self->names != NULL &&
-	        PyDict_GET_SIZE(self->names) > 2 * self->capacity;
+	        PyDict_GET_SIZE(self->names) > self->pruneat;
 	oldest = prune ? oldest_open(self) : 0;
 	pthread_mutex_unlock(&self->mutex);
-	if (prune)
+	if (prune) {
+		Py_ssize_t left;
 		prune_names(self, oldest);
+		left = PyDict_GET_SIZE(self->names);
+		self->pruneat = 2 * (left > self->capacity ? left
+		                                            : self->capacity);
+	}
 	/* nothing that could fail once it is queued */
 	return PyBool_FromLong(full);
 }
@@ -1048,7 +1094,9 @@ PyDoc_STRVAR(
     "that wake\n"
     "a parked thread; ``owned``: a set submit() removes descriptors from; "
     "``names``:\n"
-    "a dict submit() records each name's latest token in.");
+    "a dict submit() records each name's latest token in (it forgets "
+    "those closed\n"
+    "once it holds many).");
 
 PyDoc_STRVAR(close_owned_doc,
              "close_owned(fd, owned)\n\n"
@@ -1122,6 +1170,7 @@ static PyObject *open_owned(PyObject *Py_UNUSED(module), PyObject *args)
 }
 
 static PyMethodDef module_methods[] = {
+    {"finalizing", module_finalizing, METH_NOARGS, finalizing_doc},
     {"open_owned", open_owned, METH_VARARGS, open_owned_doc},
     {"close_owned", close_owned, METH_VARARGS, close_owned_doc},
     {NULL},

@@ -46,6 +46,7 @@ step as it is handed over or closed, so that cleanup after an interrupt
 closes every descriptor exactly once.
 """
 
+import atexit
 import collections
 import errno
 import operator
@@ -63,6 +64,10 @@ try:
     from . import _closelane
 except ImportError:
     _closelane = None
+else:
+    # the threads of an abandoned lane release it through the interpreter
+    # once their closes return: not once it is ending
+    atexit.register(_closelane.finalizing)
 try:
     from . import _opstat  # likewise, from _opstat.c
 except ImportError:

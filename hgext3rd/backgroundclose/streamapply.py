@@ -212,6 +212,7 @@ class ApplySession(sessionmod.Session):
         # 7.0 on, worker.parallel-stream-bundle-processing)
         self._corewriting = 0
         self._corewriters = threading.Condition()
+        self._writersleft = False  # some outlasted the take-back's wait
         # stream v2 on 7.x, writers running: path -> the directory its
         # writer makes (see stream_directory)
         self._streamdirs = {}
@@ -352,13 +353,18 @@ class ApplySession(sessionmod.Session):
         write that hangs on a dead mount keeps only its own thread and
         descriptor).  An interrupt meanwhile ends the wait and is returned,
         for the caller to raise once the take-back is done."""
-        self.cancelled.set()
-        deadline = time.monotonic() + closermod.Closer.GRACE
         try:
+            self.cancelled.set()
+            if self._writersleft:
+                return None  # waited for once already
+            deadline = time.monotonic() + closermod.Closer.GRACE
             with self._corewriters:
                 while self._corewriting:
                     left = deadline - time.monotonic()
                     if left <= 0:
+                        # left to their writes: a take-back again (the
+                        # transaction's abort) does not wait again
+                        self._writersleft = True
                         break
                     self._corewriters.wait(min(left, 0.1))
         except (KeyboardInterrupt, SystemExit) as exc:
@@ -432,11 +438,16 @@ class ApplySession(sessionmod.Session):
         try:
             self.undo()
         except BaseException as exc:
-            self.ui.warn(
-                _(b'warning: taking back the failed stream apply stopped '
-                  b'(%s): some of its files are left in the store\n')
-                % (stringutil.forcebytestr(exc) or type(exc).__name__.encode())
-            )
+            try:
+                self.ui.warn(
+                    _(b'warning: taking back the failed stream apply '
+                      b'stopped (%s): some of its files are left in the '
+                      b'store\n')
+                    % (stringutil.forcebytestr(exc)
+                       or type(exc).__name__.encode())
+                )
+            except BaseException:  # a closed stderr, another Ctrl-C
+                pass
 
     def _remove_written(self):
         for root, before in self._before.items():
@@ -449,11 +460,10 @@ class ApplySession(sessionmod.Session):
                     dirpath == root and _owned_by_transaction(name)
                 )
 
-            for name in sorted(os.listdir(root)):
-                if name.startswith(b'00changelog'):
-                    path = os.path.join(root, name)
-                    if new(path, root, name) and not os.path.isdir(path):
-                        self._remove(path)
+            for name in _changelog_first(root):
+                path = os.path.join(root, name)
+                if new(path, root, name) and not os.path.isdir(path):
+                    self._remove(path)
             for dirpath, dirnames, filenames in os.walk(root, topdown=False):
                 for name in filenames:
                     path = os.path.join(dirpath, name)
@@ -1220,6 +1230,10 @@ class ApplySession(sessionmod.Session):
                 holding = holdmost > 0
                 held = None
                 for chunk in data:
+                    if mine is not None and cancelled.is_set():
+                        # taken back meanwhile: this writer's descriptor
+                        # is closed as it leaves (write_files)
+                        return
                     if holding:
                         holding = False
                         if type(chunk) is bytes and len(chunk) <= holdmost:
@@ -1257,15 +1271,18 @@ class ApplySession(sessionmod.Session):
             try:
                 closer.close(fd, path, held)
             except closermod.FileError as exc:
+                # closed or handed over all the same (closer.close())
                 if onmain:
                     raise
+                mine.discard(fd)
                 closer.record(exc)
             else:
                 if onmain:
                     self.closed_one()
-            finally:
-                if not onmain:
-                    # closed or handed over: no longer this writer's
+                else:
+                    # handed over or closed: no longer this writer's.  Any
+                    # other error left it open and in ``mine``, which the
+                    # writer closes as it leaves
                     mine.discard(fd)
 
     def _leave_to_core(self, writefiles, first, info):
@@ -1396,6 +1413,20 @@ def _descriptors_of(path):
         if target == path or target == path + b' (deleted)':
             found.append(int(name))
     return found
+
+
+def _changelog_first(root):
+    """the changelog's files at ``root``, its index first: once that is
+    gone the repository has no revision, whatever else is left.  None if
+    ``root`` cannot be listed (the walk that follows says no more)"""
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return []
+    return sorted(
+        (name for name in names if name.startswith(b'00changelog')),
+        key=lambda name: (not name.endswith(b'.i'), name),
+    )
 
 
 def _owned_by_transaction(name):
