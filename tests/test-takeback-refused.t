@@ -62,9 +62,10 @@ close is the error shown:
   requires
   $ hg -R closing verify -q
 
-Once the directory may be written again, a stream clone into the same
-repository overwrites what was left, and the result verifies:
+As the hint says, once the files left are removed by hand, the same
+repository takes a stream clone again, and the result verifies:
 
+  $ rm -r closing/.hg/store/data
   $ hg -R closing debugapplystreamclonebundle -q v1.hg \
   >   --config worker.backgroundclosereport=false
   $ hg -R closing verify -q
