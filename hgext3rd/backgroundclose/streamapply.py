@@ -105,6 +105,7 @@ from . import (
     seams,
     session as sessionmod,
     settings,
+    takeback as takebackmod,
 )
 
 # CPU time of the calling thread: an open that burns it is no wait
@@ -230,21 +231,20 @@ class ApplySession(sessionmod.Session):
             if self.closer.native
             else 0
         )
-        # what the stream may write into, as it was: stream clones only go
-        # into empty repositories, so this is a handful of entries
-        self._before = {
-            root: _tree(root) if os.path.isdir(root) else None
-            for root in (
+        # what the stream may write into, as it was, and how to remove
+        # what it wrote
+        self._takeback = takebackmod.TakeBack(
+            ui,
+            (
                 os.path.normpath(repo.svfs.join(b'')),
                 os.path.normpath(repo.cachevfs.join(b'')),
-            )
-        }
-        # files undo() could not remove (path -> OSError), and those it
-        # warned about
-        self._refused = {}
-        self._warned = set()
+            ),
+            self.describe,
+        )
         # where the stream writes: an error there is of one of its files
-        self._written_roots = tuple(root + b'/' for root in self._before)
+        self._written_roots = tuple(
+            root + b'/' for root in self._takeback.before
+        )
         # files are named relative to the store, or to .hg for the rest
         self._roots = tuple(
             (os.path.normpath(root) + b'/', prefix)
@@ -416,18 +416,7 @@ class ApplySession(sessionmod.Session):
         first: whatever is left after it reads as an empty repository with
         stray files, never as revisions whose files are missing.
         """
-        try:
-            self._remove_written()
-            return None
-        except (KeyboardInterrupt, SystemExit) as exc:
-            interrupted = exc
-        finally:
-            self._warn_refused()
-        try:
-            self._remove_written()
-        finally:
-            self._warn_refused()
-        return interrupted
+        return self._takeback.undo()
 
     def undo_on_abort(self, tr):
         """the transaction's abort callback: undo(), never raising, so that
@@ -448,66 +437,6 @@ class ApplySession(sessionmod.Session):
                 )
             except BaseException:  # a closed stderr, another Ctrl-C
                 pass
-
-    def _remove_written(self):
-        for root, before in self._before.items():
-            if not os.path.isdir(root):
-                continue
-            known = before or set()
-
-            def new(path, dirpath, name):
-                return path not in known and not (
-                    dirpath == root and _owned_by_transaction(name)
-                )
-
-            for name in _changelog_first(root):
-                path = os.path.join(root, name)
-                if new(path, root, name) and not os.path.isdir(path):
-                    self._remove(path)
-            for dirpath, dirnames, filenames in os.walk(root, topdown=False):
-                for name in filenames:
-                    path = os.path.join(dirpath, name)
-                    if new(path, dirpath, name):
-                        self._remove(path)
-                for name in dirnames:
-                    path = os.path.join(dirpath, name)
-                    if path not in known:
-                        _tryrmdir(path)
-            if before is None:
-                _tryrmdir(root)
-
-    def _remove(self, path):
-        """remove a file the apply wrote; one the system refuses to remove
-        is remembered for the warning"""
-        try:
-            util.tryunlink(path)
-        except OSError as exc:
-            self._refused.setdefault(path, exc)
-
-    def _warn_refused(self):
-        """one warning for the files undo() could not remove, not warned
-        about before (a take-back may run again as the transaction
-        aborts)"""
-        fresh = [p for p in self._refused if p not in self._warned]
-        if not fresh:
-            return
-        self._warned.update(fresh)
-        first = fresh[0]
-        self.ui.warn(
-            _(b'warning: %d files the failed stream apply wrote could not '
-              b'be removed, the first %s: %s\n')
-            % (
-                len(fresh),
-                self.describe(first),
-                stringutil.forcebytestr(
-                    self._refused[first].strerror or self._refused[first]
-                ),
-            )
-        )
-        self.ui.warn(
-            _(b'(the repository does not use them: remove them by hand, '
-              b'or remove the repository and clone again)\n')
-        )
 
     def watch_transaction(self):
         """take the apply back if the transaction around it aborts
@@ -1413,45 +1342,6 @@ def _descriptors_of(path):
         if target == path or target == path + b' (deleted)':
             found.append(int(name))
     return found
-
-
-def _changelog_first(root):
-    """the changelog's files at ``root``, its index first: once that is
-    gone the repository has no revision, whatever else is left.  None if
-    ``root`` cannot be listed (the walk that follows says no more)"""
-    try:
-        names = os.listdir(root)
-    except OSError:
-        return []
-    return sorted(
-        (name for name in names if name.startswith(b'00changelog')),
-        key=lambda name: (not name.endswith(b'.i'), name),
-    )
-
-
-def _owned_by_transaction(name):
-    """whether a store entry belongs to the lock or the transaction"""
-    return name == b'lock' or name.startswith(b'journal')
-
-
-def _tree(root):
-    """every file and directory below ``root``"""
-    found = set()
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            found.add(os.path.join(dirpath, name))
-    return found
-
-
-def _tryrmdir(path):
-    """remove an empty directory, or a symlink standing for one"""
-    try:
-        if os.path.islink(path):
-            os.unlink(path)
-        else:
-            os.rmdir(path)
-    except OSError:
-        pass
 
 
 class SessionCloser:
