@@ -528,8 +528,8 @@ static void free_lane(Lane *self)
 	PyMem_RawFree(self->failures);
 	PyMem_RawFree(self->spent);
 	if (self->ring != NULL) {
-		/* after stop_threads() nothing is queued; a lane whose
-		 * threads never started may still hold entries */
+		/* once its threads have exited nothing is queued; a lane
+		 * whose threads never started may still hold entries */
 		for (i = 0; i < self->queued; i++) {
 			struct entry *e =
 			    &self->ring[(self->head + i) % self->capacity];

@@ -104,6 +104,13 @@ if hasattr(signal, 'pthread_sigmask'):
 else:  # Windows: Ctrl-C reaches the main thread's waits anyway
     _WORKER_BLOCKS = None
 
+def _block_worker_signals():
+    """called first on a thread of the closer's: a Ctrl-C then goes to the
+    main thread, never to a close in progress here"""
+    if _WORKER_BLOCKS is not None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, _WORKER_BLOCKS)
+
+
 # how often finish() wakes up to let an interrupt through, in seconds
 _POLL = 0.1
 
@@ -424,8 +431,7 @@ def close_elsewhere(fds):
         return
 
     def close_all():
-        if _WORKER_BLOCKS is not None:
-            signal.pthread_sigmask(signal.SIG_BLOCK, _WORKER_BLOCKS)
+        _block_worker_signals()
         while fds:
             try:
                 os.close(fds.pop())
@@ -1240,9 +1246,7 @@ class Closer:
         self._policy.refused(running)
 
     def _worker(self):
-        if _WORKER_BLOCKS is not None:
-            # first: the owner thread is the one to get Ctrl-C
-            signal.pthread_sigmask(signal.SIG_BLOCK, _WORKER_BLOCKS)
+        _block_worker_signals()  # first: the owner thread gets Ctrl-C
         _run_as_batch_thread()
         lock = self._lock
         lock.acquire()

@@ -1159,7 +1159,7 @@ class ApplySession(sessionmod.Session):
                 holding = holdmost > 0
                 held = None
                 for chunk in data:
-                    if mine is not None and cancelled.is_set():
+                    if not onmain and cancelled.is_set():
                         # taken back meanwhile: this writer's descriptor
                         # is closed as it leaves (write_files)
                         return
