@@ -35,7 +35,8 @@ setup(
     license='GPL-2.0-or-later',
     # Mercurial itself is not required here, like hg-evolve does: the
     # extension runs inside whatever Mercurial the user already has (6.5+)
-    packages=['hgext3rd', 'hgext3rd.backgroundclose'],
+    packages=['hgext3rd', 'hgext3rd.backgroundclose',
+              'hgext3rd.backgroundclose.engine'],
     ext_modules=ext_modules,
     # what the tests use (random.randbytes) and what Mercurial 7.2 needs
     python_requires='>=3.9',

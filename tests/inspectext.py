@@ -55,7 +55,7 @@ def extsetup(ui):
     # interrupt (Closer.GRACE), for tests that interrupt many of them
     grace = ui.config(b'inspect', b'grace')
     if grace is not None:
-        from hgext3rd.backgroundclose import closer
+        from hgext3rd.backgroundclose.engine import closer
 
         closer.Closer.GRACE = float(grace)
     for owner, name in _SEAMS:
@@ -76,7 +76,7 @@ def _descriptors():
 
 @command(b'debugleftovers', [], norepo=True)
 def debugleftovers(ui):
-    from hgext3rd.backgroundclose import closer
+    from hgext3rd.backgroundclose.engine import closer
 
     gc.collect()  # a closer only a cycle still refers to is not alive
     wrapped = [

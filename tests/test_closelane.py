@@ -32,7 +32,8 @@ from cbuild import build_module, load_in_child  # noqa: E402
 from fdcheck import is_open, left_open  # noqa: E402
 from scheduling import under_chosen_policy  # noqa: E402
 from waiting import true_by  # noqa: E402
-from hgext3rd.backgroundclose import closer as closermod  # noqa: E402
+from hgext3rd.backgroundclose import engine as closermod  # noqa: E402
+from hgext3rd.backgroundclose.engine import native  # noqa: E402
 
 Closer = closermod.Closer
 
@@ -201,7 +202,7 @@ def test_a_run_cut_short_by_a_stopped_lane_closes_here_counted_once(
     )
     closer.close(fds[0], 'f0')
     closer.close(fds[1], 'f1')
-    assert closer._lane.stop()  # what that finish() does first, unlocked
+    assert closer._pool._lane.stop()  # what that finish() does first, unlocked
     closer.close(fds[2], 'f2')
     closer.close(fds[3], 'f3')
     closer.finish()
@@ -222,7 +223,7 @@ def test_lane_threads_do_not_preempt_the_writer():
     # they run as batch threads: a thread woken as its close returns waits
     # for the next tick or an idle core instead of preempting the writer
     before = set(os.listdir('/proc/self/task'))
-    lane = closermod._closelane.Lane(4, 2)
+    lane = native.lane_module.Lane(4, 2)
     assert lane.start(2) == 2
     try:
         started = set(os.listdir('/proc/self/task')) - before
@@ -299,7 +300,7 @@ def test_lane_refuses_when_stopped_and_leaves_the_descriptor(tmp_path):
     (fd,) = open_files(tmp_path, 1)
     owned = {fd}
     names = {}
-    lane = closermod._closelane.Lane(4, 2, owned=owned, names=names)
+    lane = native.lane_module.Lane(4, 2, owned=owned, names=names)
     with pytest.raises(RuntimeError):
         lane.submit(fd, b'x')  # no thread yet
     lane.start(1)
@@ -314,7 +315,7 @@ def test_lane_records_names_and_owned_in_the_same_step(tmp_path):
     fds = open_files(tmp_path, 3)
     owned = set(fds)
     names = {}
-    lane = closermod._closelane.Lane(8, 2, owned=owned, names=names)
+    lane = native.lane_module.Lane(8, 2, owned=owned, names=names)
     lane.start(2)
     lane.submit(fds[0], b'a')
     lane.submit(fds[1], b'b')
@@ -329,7 +330,7 @@ def test_lane_records_names_and_owned_in_the_same_step(tmp_path):
 
 def parked_lane(batch, threads=1):
     """a lane of ``threads`` threads, every one parked"""
-    lane = closermod._closelane.Lane(64, threads, batch=batch)
+    lane = native.lane_module.Lane(64, threads, batch=batch)
     assert lane.start(threads) == threads
     assert true_by(time.monotonic() + 10, lambda: lane.parked >= threads)
     return lane
@@ -386,7 +387,7 @@ def a_lane_held_on_a_full_pipe(threads, data=1 << 20):
     into a pipe nobody reads yet (as a close held on a dead mount), the
     others parked: the lane and the pipe's read end"""
     rfd, wfd = os.pipe()
-    lane = closermod._closelane.Lane(8, threads, batch=1)
+    lane = native.lane_module.Lane(8, threads, batch=1)
     assert lane.start(threads) == threads
     lane.submit(wfd, b'pipe', b'x' * data)
     assert true_by(time.monotonic() + 10, lambda: lane.pending == 1
@@ -457,7 +458,8 @@ def test_names_are_not_kept_once_their_files_are_closed(tmp_path, native):
         closer.owned.add(fd)
         closer.close(fd, b'data/f%d.i' % number)
     closer.wait()
-    names = (closer._latesttokens if native else closer._queuednames)
+    names = (closer._pool._latesttokens if native
+             else closer._pool._queuednames)
     # about twice the lane's room at most (more if a close was slow as the
     # last names were pruned); one per name, 600, without pruning
     assert len(names) < 100
@@ -470,7 +472,7 @@ def test_names_are_not_kept_once_their_files_are_closed(tmp_path, native):
 def test_lane_writes_what_it_is_given_then_closes(tmp_path):
     fds = [os.open(str(tmp_path / name), WRITE) for name in ('f0', 'f1')]
     owned = set(fds)
-    lane = closermod._closelane.Lane(8, 2, owned=owned)
+    lane = native.lane_module.Lane(8, 2, owned=owned)
     # bytes only, which nothing can change while a thread writes them:
     # refused having done nothing
     with pytest.raises(TypeError):
@@ -490,7 +492,7 @@ def test_lane_writes_what_it_is_given_then_closes(tmp_path):
                     reason='no /dev/full on this system')
 def test_lane_reports_a_failed_write_and_closes_all_the_same():
     fd = os.open('/dev/full', os.O_WRONLY)
-    lane = closermod._closelane.Lane(4, 1)
+    lane = native.lane_module.Lane(4, 1)
     lane.start(1)
     lane.submit(fd, b'full', b'x')
     lane.stop()
@@ -499,7 +501,7 @@ def test_lane_reports_a_failed_write_and_closes_all_the_same():
 
 
 def test_lane_unusable_in_a_forked_child():
-    lane = closermod._closelane.Lane(4, 1)
+    lane = native.lane_module.Lane(4, 1)
     lane.start(1)
     pid = os.fork()
     if pid == 0:  # the child: its copy has no threads
@@ -545,11 +547,14 @@ def test_interrupts_never_close_a_descriptor_twice(tmp_path, native, sample):
     asked = []
     take_probe = closer.decisions.take_probe
     closer.decisions.take_probe = lambda: asked.append(1) or take_probe()
-    inside = os.path.normcase(closermod.__file__)
+    inside = {
+        os.path.normcase(module.__file__)
+        for module in (closermod.closer, closermod.pools)
+    }
     interrupts = []
 
     def interrupt(signum, frame):
-        if os.path.normcase(frame.f_code.co_filename) == inside:
+        if os.path.normcase(frame.f_code.co_filename) in inside:
             interrupts.append(frame.f_code.co_name)
             raise KeyboardInterrupt
 
@@ -599,7 +604,7 @@ def test_wait_for_waits_for_that_name_only(tmp_path):
     out = run_with_shim(
         '''
         import os
-        from hgext3rd.backgroundclose import closer as closermod
+        from hgext3rd.backgroundclose import engine as closermod
         def is_open(fd):
             try:
                 os.fstat(fd)
@@ -636,7 +641,7 @@ def test_slow_closes_fail_on_lane_threads_and_are_raised(tmp_path):
     out = run_with_shim(
         '''
         import os
-        from hgext3rd.backgroundclose import closer as closermod
+        from hgext3rd.backgroundclose import engine as closermod
         closer = closermod.Closer(policy='background', native=True)
         names, fds = [], []
         try:
@@ -671,7 +676,7 @@ def test_submitter_does_not_hold_the_gil_while_waiting_for_room(tmp_path):
     out = run_with_shim(
         '''
         import os, threading, time
-        from hgext3rd.backgroundclose import closer as closermod
+        from hgext3rd.backgroundclose import engine as closermod
         ticks = []
         stop = threading.Event()
         def ticker():
@@ -708,7 +713,7 @@ def test_a_full_lane_grows_its_pool_at_the_next_file(tmp_path):
     out = run_with_shim(
         '''
         import os
-        from hgext3rd.backgroundclose import closer as closermod
+        from hgext3rd.backgroundclose import engine as closermod
         closer = closermod.Closer(policy='background', native=True,
                                   minfilecount=0, maxqueue=4, threads=1,
                                   maxthreads=8, window=16, sample=8)
@@ -740,7 +745,7 @@ def test_a_hand_over_made_without_asking_never_waits_for_room(
     out = run_with_shim(
         '''
         import os, sys
-        from hgext3rd.backgroundclose import closer as closermod
+        from hgext3rd.backgroundclose import engine as closermod
         closer = closermod.Closer(policy='background', native=True,
                                   minfilecount=0, maxqueue=4, threads=1,
                                   maxthreads=1, window=16, sample=%d,
@@ -749,7 +754,7 @@ def test_a_hand_over_made_without_asking_never_waits_for_room(
         class Watched:
             def __init__(self, lane):
                 self._lane = lane
-                self.full = {'close': 0, '_submit_to_lane': 0}
+                self.full = {'close': 0, '_hand_over': 0}
                 self.calls = dict.fromkeys(self.full, 0)
 
             def submit(self, *args):
@@ -764,15 +769,15 @@ def test_a_hand_over_made_without_asking_never_waits_for_room(
 
         with closer:
             closer.start()
-            watched = closer._lane = Watched(closer._lane)
+            watched = closer._pool = Watched(closer._pool)
             for i in range(48):
                 fd = closer.open_owned(os.path.join(%r, 'f%%d' %% i),
                                        os.O_WRONLY | os.O_CREAT)
                 closer.close(fd, 'f%%d' %% i)
-            closer._lane = watched._lane
+            closer._pool = watched._lane
         print('routine:', watched.calls['close'] > 0)
         print('routine found it full:', watched.full['close'])
-        print('asking found it full:', watched.full['_submit_to_lane'] > 0)
+        print('asking found it full:', watched.full['_hand_over'] > 0)
         print('closed:', closer.stats()['close-background'].count)
         '''
         % (sample, str(tmp_path)),

@@ -18,7 +18,9 @@ from hypothesis import given, settings, strategies as st
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
 sys.path.insert(0, os.path.dirname(__file__))
 
-from hgext3rd.backgroundclose import closer as closermod  # noqa: E402
+from hgext3rd.backgroundclose import engine as closermod  # noqa: E402
+from hgext3rd.backgroundclose.engine import native, pools  # noqa: E402
+from hgext3rd.backgroundclose.engine import threads as threadsmod  # noqa: E402
 from scheduling import under_chosen_policy  # noqa: E402
 from waiting import true_by  # noqa: E402
 
@@ -104,7 +106,7 @@ def test_open_files_bounded_by_maxqueue(maxqueue):
 
 def test_descriptor_limit_clamps_the_queue():
     closer = Closer(fdroom=40, maxqueue=384)
-    assert closer.maxqueue == (40 - closermod._FD_RESERVE) // 2
+    assert closer.maxqueue == (40 - closermod.closer._FD_RESERVE) // 2
     assert Closer(fdroom=3, maxqueue=384).maxqueue == 1
     assert Closer(fdroom=None, maxqueue=384).maxqueue == 384
 
@@ -520,7 +522,7 @@ def test_file_closed_when_interrupted_while_waiting_for_room():
     closer = closer_for(files, policy=closermod.BACKGROUND, maxqueue=1,
                         threads=1, maxthreads=1)
     interrupted = threading.Event()
-    original_wait = closer._room.wait
+    original_wait = closer._pool._room.wait
 
     def interrupting_wait(*args, **kwargs):
         # what a KeyboardInterrupt during the wait looks like to the closer
@@ -530,9 +532,9 @@ def test_file_closed_when_interrupted_while_waiting_for_room():
     with pytest.raises(KeyboardInterrupt):
         with closer:
             closer.close('first')  # taken by the only worker (slow close)
-            closer._room.wait = interrupting_wait
+            closer._pool._room.wait = interrupting_wait
             closer.close('second')  # no room: waits, and is interrupted
-    closer._room.wait = original_wait
+    closer._pool._room.wait = original_wait
     assert interrupted.is_set()
     assert sorted(files.closed) == ['first', 'second']
 
@@ -638,7 +640,7 @@ def test_native_falls_back_to_python_threads_without_the_c_lane(
     # where _closelane.c was not built (not POSIX, no compiler), a closer
     # asked for the lane closes on Python threads, and still forgets each
     # descriptor it closes from the submitter's owned set
-    monkeypatch.setattr(closermod, '_closelane', None)
+    monkeypatch.setattr(native, 'lane_module', None)
     assert not closermod.native_available()
     fds = [
         os.open(str(tmp_path / ('f%d' % i)), os.O_WRONLY | os.O_CREAT)
@@ -843,7 +845,7 @@ def test_a_forked_child_closes_here_what_the_parent_closed_on_the_lane(
     assert closer.native
     fd = os.open(str(tmp_path / 'parent'), os.O_WRONLY | os.O_CREAT)
     closer.close(fd, b'parent')
-    assert closer._laneused  # handed to the lane, not closed inline
+    assert closer._handedany  # handed to the lane, not closed inline
     pid = os.fork()
     if pid == 0:  # the child: any exception or hang is a failure
         status = 1
@@ -881,8 +883,8 @@ def test_a_parked_lane_thread_is_woken_before_the_queue_is_full(
     # after it wait for room
     closer = Closer(policy=closermod.BACKGROUND, native=True, owned=set(),
                     threads=1, maxqueue=maxqueue, fdroom=None)
-    lane = closer._lane
-    batch = min(Closer.LANE_BATCH, maxqueue // 4)
+    lane = closer._pool._lane
+    batch = min(pools.LANE_BATCH, maxqueue // 4)
     assert lane.batch == batch
     closer.start()
     deadline = time.monotonic() + 10
@@ -918,7 +920,7 @@ def test_closes_sent_back_inline_leave_nothing_queued_on_the_lane(tmp_path):
     closer = Closer(policy=closermod.ADAPTIVE, native=True, owned=set(),
                     threads=1, maxthreads=1, closefn=closefn, fdroom=None)
     closer.decisions.PROBE_FIRST = 8  # from the switch on
-    lane = closer._lane
+    lane = closer._pool._lane
     made = [0]
 
     def close_one():
@@ -930,13 +932,13 @@ def test_closes_sent_back_inline_leave_nothing_queued_on_the_lane(tmp_path):
     try:
         while closer.decisions.mode == closermod.INLINE:
             close_one()
-            assert made[0] <= Closer.LANE_BATCH
+            assert made[0] <= pools.LANE_BATCH
         slow[0] = False
         deadline = time.monotonic() + 10
         assert true_by(deadline, lambda: lane.parked >= 1)
         while closer.decisions.mode == closermod.BACKGROUND:
             close_one()
-            assert made[0] <= Closer.LANE_BATCH
+            assert made[0] <= pools.LANE_BATCH
         assert lane.lasttoken >= 0  # some went to the lane
         assert true_by(deadline, lambda: not lane.queued), lane.queued
     finally:
@@ -1039,7 +1041,7 @@ def assert_finished_and_joined(closer, files, count, started):
     # finish() joined it
     made = [t for t in started if t.ident is not None]
     assert made
-    assert not [t for t in made if t not in closer._workers]
+    assert not [t for t in made if t not in closer._pool._workers]
     assert not [t for t in made if t.is_alive()]
 
 
@@ -1049,7 +1051,7 @@ def test_an_interrupt_at_any_bytecode_of_a_worker_start(monkeypatch):
     # the CI failure of stop 22 was one between listing a thread and
     # counting it.  In this frame start() either was not called or has
     # returned: a thread without an ident never runs, no need to wait long
-    monkeypatch.setattr(Closer, 'START_GRACE', 0.01)
+    monkeypatch.setattr(pools.PythonPool, "START_GRACE", 0.01)
     started = recording_starts(monkeypatch)
     count = 0
     while True:
@@ -1058,7 +1060,7 @@ def test_an_interrupt_at_any_bytecode_of_a_worker_start(monkeypatch):
         closer = growing_closer(files)
         del started[:]  # this run's
         tracer, raised = interrupting_at_bytecode(
-            Closer._start_workers.__code__, count
+            pools.PythonPool._start_locked.__code__, count
         )
         sys.settrace(tracer)
         try:
@@ -1091,7 +1093,7 @@ def test_an_interrupt_as_the_system_makes_a_thread(monkeypatch, made, which):
     # thread that never runs nor leave one running unjoined
     # a thread that was made shows up at once, unless the machine is very
     # busy: the grace is long then, and costs a run only where none was made
-    monkeypatch.setattr(Closer, 'START_GRACE', 10.0 if made else 0.2)
+    monkeypatch.setattr(pools.PythonPool, "START_GRACE", 10.0 if made else 0.2)
     original = getattr(threading, _MAKE_THREAD)
     calls = []
 
@@ -1138,12 +1140,12 @@ def test_a_second_interrupt_while_a_start_is_settled_leaves_no_phantom(
             raise KeyboardInterrupt
         return original_sleep(seconds)
 
-    monkeypatch.setattr(Closer, 'START_GRACE', 0.05)
+    monkeypatch.setattr(pools.PythonPool, "START_GRACE", 0.05)
     files = Files(latency=0.001)
     closer = closer_for(files, policy=closermod.BACKGROUND, threads=1,
                         maxthreads=1, maxqueue=4)
     monkeypatch.setattr(threading.Thread, 'start', start)
-    monkeypatch.setattr(closermod.time, 'sleep', sleep)
+    monkeypatch.setattr(time, "sleep", sleep)
     run_bounded(lambda: submit_through_interrupts(closer, 40))
     monkeypatch.undo()
     assert interrupts == ['start', 'settle']
@@ -1185,7 +1187,7 @@ def test_a_stale_background_flag_never_queues_into_no_pool(monkeypatch):
     files = Files()
     closer = closer_for(files, policy=closermod.BACKGROUND)
     closer.start()
-    assert closer.mode == closermod.INLINE and not closer._workers
+    assert closer.mode == closermod.INLINE and not closer._pool._workers
     closer._policy.background = True  # what the other submitter saw
     closer.close('late', 'data/late.i')
     assert files.closed == ['late']
@@ -1384,7 +1386,7 @@ def test_closes_that_burn_cpu_get_no_more_threads_than_cores(
         # all of its time as CPU, so that the test does not depend on load
         # (a probe close that waits for the GIL meanwhile counts as one
         # that slept; test_a_close_that_never_slept... tests the rest)
-        monkeypatch.setattr(closermod, '_thread_time', time.perf_counter)
+        monkeypatch.setattr(threadsmod, "_thread_time", time.perf_counter)
     closed = []
 
     def close(target):
@@ -1450,7 +1452,7 @@ def test_a_close_that_never_slept_counts_as_cpu_on_a_busy_machine(
     # it closed.  A close that spun all the same (a scan, preempted) never
     # slept in the kernel: it wanted a core all along.  One that slept
     # waited on the file system.
-    monkeypatch.setattr(closermod, '_thread_time', lambda: 0.0)
+    monkeypatch.setattr(threadsmod, "_thread_time", lambda: 0.0)
 
     def close(target):
         if kind == 'spinning':

@@ -8,10 +8,10 @@ import threading
 import pytest
 
 from hgext3rd.backgroundclose import (
-    closer as closermod,
+    engine as closermod,
     deferredwrite,
-    policy as policymod,
 )
+from hgext3rd.backgroundclose.engine import policy as policymod  # noqa: E402
 
 US = 1e-6
 

@@ -26,7 +26,7 @@ from mercurial import vfs as vfsmod  # noqa: E402
 
 from fdcheck import is_open  # noqa: E402
 from hgext3rd.backgroundclose import (  # noqa: E402
-    closer as closermod,
+    engine as closermod,
     handover,
 )
 
@@ -87,21 +87,21 @@ def test_an_interrupt_once_the_closer_holds_the_file_leaves_it_there(
     proxy = handover.HandedOverFile(fp, closer, b'data/a.i')
     taken = threading.Event()
     release = threading.Event()
-    original = closer._closefn
+    original = closer._pool._closefn
 
     def held_close(target):
         taken.set()
         release.wait(10)
         original(target)
 
-    closer._closefn = held_close
+    closer._pool._closefn = held_close
     submit = closer.close
 
     def interrupted_after(target, name=None):
         submit(target, name)
         assert closer.holds(target)  # queued
-        with closer._lock:
-            closer._work.notify_all()  # one file: no batch wakes a thread
+        with closer._pool._lock:
+            closer._pool._work.notify_all()  # one file: no batch wakes a thread
         assert taken.wait(10)
         assert closer.holds(target)  # being closed
         raise KeyboardInterrupt
@@ -185,7 +185,8 @@ def closes(monkeypatch):
         closed.append(fd)
         real(fd, owned)
 
-    monkeypatch.setattr(closermod, 'close_owned', recorded)
+    # where the closer's own closes look it up
+    monkeypatch.setattr(closermod.closer, 'close_owned', recorded)
     return closed
 
 

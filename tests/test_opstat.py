@@ -12,7 +12,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
 sys.path.insert(0, os.path.dirname(__file__))
 
 from cbuild import build_module, load_in_child  # noqa: E402
-from hgext3rd.backgroundclose import closer as closermod  # noqa: E402
+from hgext3rd.backgroundclose import engine  # noqa: E402
+from hgext3rd.backgroundclose.engine import stats as closermod  # noqa: E402
 
 # make test sets this where the C part must have been built (see
 # test_closelane.py); on a free-threaded Python it refuses to load
@@ -48,7 +49,7 @@ def test_the_closer_counts_in_c_where_it_is_built():
         assert closermod.OpStat is closermod._opstat.OpStat
         assert closermod.stat_clock is closermod._opstat.now
     # the closer's own clock, which a report's inline closes are timed with
-    clock = inspect.signature(closermod.Closer).parameters['clock']
+    clock = inspect.signature(engine.Closer).parameters['clock']
     assert clock.default is closermod.stat_clock
 
 

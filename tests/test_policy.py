@@ -13,8 +13,8 @@ from hypothesis import given, settings, strategies as st
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
 
-from hgext3rd.backgroundclose import policy as policymod  # noqa: E402
-from hgext3rd.backgroundclose.policy import Policy  # noqa: E402
+from hgext3rd.backgroundclose.engine import policy as policymod  # noqa: E402
+from hgext3rd.backgroundclose.engine.policy import Policy  # noqa: E402
 
 
 class Clock:

@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
 
 from mercurial import error, ui as uimod  # noqa: E402
 
-from hgext3rd.backgroundclose import policy as policymod  # noqa: E402
+from hgext3rd.backgroundclose.engine import policy as policymod  # noqa: E402
 from hgext3rd.backgroundclose import probe as probemod  # noqa: E402
 
 WRITER = 10e-6  # the writer's own time per file: mkdir, open, write
@@ -237,7 +237,7 @@ def test_a_failed_open_or_mkdir_aborts_as_a_failed_write_does(
     tmp_path, monkeypatch, call
 ):
     # the probe opens through the closer's open_owned()
-    module = probemod.closermod if call == 'open' else os
+    module = probemod.engine if call == 'open' else os
     attr = 'open_owned' if call == 'open' else call
     real = getattr(module, attr)
 

@@ -20,7 +20,7 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
 
 from hgext3rd.backgroundclose import (  # noqa: E402
-    closer as closermod,
+    engine as closermod,
     handover,
     revlogwrite,
 )

@@ -24,10 +24,9 @@ from mercurial import error, hg, util  # noqa: E402
 import streamcraft  # noqa: E402
 
 from hgext3rd.backgroundclose import (  # noqa: E402
-    closer as closermod,
+    engine as closermod,
     compat,
     handover,
-    policy as policymod,
     report as reportmod,
     revlogwrite,
     seams,
@@ -35,6 +34,7 @@ from hgext3rd.backgroundclose import (  # noqa: E402
     streamapply,
     workingcopy,
 )
+from hgext3rd.backgroundclose.engine import policy as policymod  # noqa: E402
 
 needs_lane = pytest.mark.skipif(
     not closermod.native_available(),

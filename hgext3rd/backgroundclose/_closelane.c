@@ -441,8 +441,8 @@ static int release_now(void *arg)
 	return 0;
 }
 
-/* set once the interpreter is finalizing (closer.py calls finalizing()
- * at exit): from then on no thread schedules a pending call, which would
+/* set once the interpreter is finalizing (engine/native.py calls
+ * finalizing() at exit): from then on no thread schedules a pending call, which would
  * reach an interpreter that may be gone; what such a lane holds goes with
  * the process.  Read and set under its own mutex. */
 static pthread_mutex_t finalizing_mutex = PTHREAD_MUTEX_INITIALIZER;
@@ -1211,8 +1211,8 @@ static struct PyModuleDef closelane_module = {
  * With single-phase init there is no Py_mod_gil slot to say so; left alone,
  * the import would turn the GIL back on for the whole process (with a
  * RuntimeWarning), or under PYTHON_GIL=0 run the lane without it.  So the
- * module refuses to load there, and closer.py closes on Python threads: with
- * no GIL to take back after each close, they no longer cost the writer the
+ * module refuses to load there, and engine/pools.py closes on Python
+ * threads: with no GIL to take back after each close, they no longer cost the writer the
  * hand-offs this module exists to avoid. */
 PyMODINIT_FUNC PyInit__closelane(void)
 {

@@ -263,7 +263,7 @@ static struct PyModuleDef opstat_module = {
 
 /* Free-threaded builds (3.13t): refused, as _closelane.c is, so that the
  * import does not turn the GIL back on for the whole process (single-phase
- * init has no Py_mod_gil slot); closer.py then counts in Python. */
+ * init has no Py_mod_gil slot); engine/stats.py then counts in Python. */
 PyMODINIT_FUNC PyInit__opstat(void)
 {
 	PyObject *module;

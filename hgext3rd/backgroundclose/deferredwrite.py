@@ -21,9 +21,10 @@ on the reading thread instead, the way files are when no writers run, and
 what it buffered is written into it: the stream never waits for memory.
 
 Ownership: the data belongs to the ``DeferredFile`` until its ``close()``
-hands the ``FileWrite`` to the writer closer, in one step (closer.py); from
-then on to that closer alone.  The descriptor a writer opens never leaves
-its thread: opened, written and closed there, or closed there on failure.
+hands the ``FileWrite`` to the writer closer, in one step
+(engine/closer.py); from then on to that closer alone.  The descriptor a
+writer opens never leaves its thread: opened, written and closed there,
+or closed there on failure.
 A file left to the garbage collector, or given up by a failing ``with``
 block, writes nothing, and gives its memory back.
 """
@@ -32,7 +33,7 @@ import os
 import threading
 import time
 
-from . import closer as closermod
+from . import engine
 
 # bytes of data held for files not written yet, at most
 BUDGET = 32 * 1024 * 1024
@@ -119,7 +120,7 @@ class FileWrite:
                 start = clock()
                 fp = self._opener()
             except OSError as exc:
-                raise closermod.FileError(name, exc, 'opening') from exc
+                raise engine.FileError(name, exc, 'opening') from exc
             table['open'].add(clock() - start)
             # fp is this thread's alone, from here to its close
             try:
@@ -128,15 +129,15 @@ class FileWrite:
                     fp.write(chunk)
                 table['write'].add(clock() - start, self._size)
             except BaseException as exc:
-                closermod.close_quietly(fp)
+                engine.close_quietly(fp)
                 if isinstance(exc, OSError):
-                    raise closermod.FileError(name, exc, 'writing') from exc
+                    raise engine.FileError(name, exc, 'writing') from exc
                 raise
             start = clock()
             try:
                 fp.close()
             except OSError as exc:
-                raise closermod.FileError(name, exc) from exc
+                raise engine.FileError(name, exc) from exc
             table['close-written'].add(clock() - start)
             if self._cancelled.is_set():
                 # the apply failed meanwhile, and may have taken back

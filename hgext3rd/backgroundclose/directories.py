@@ -26,7 +26,7 @@ import threading
 
 from mercurial import util
 
-from . import closer as closermod
+from . import engine
 
 
 class Directories:
@@ -42,7 +42,7 @@ class Directories:
         self._known = {}  # root -> directories below it (relative)
         self._prefixes = {}  # root -> what goes before a directory's name
         # every mkdir system call, timed if ``timed``
-        self.stat = closermod.OpStat()
+        self.stat = engine.OpStat()
         self._timed = timed
         self.created = 0  # directories made
         self.existing = 0  # mkdir calls that found one already there

@@ -58,7 +58,7 @@ from mercurial import (
 )
 
 from . import (
-    closer as closermod,
+    engine,
     seams,
 )
 
@@ -231,7 +231,7 @@ class OwnedFiles:
         owned from the step that opens it; the file is the caller's once
         this returns (its finalizer closes fd if core drops it unclosed).
         Raises what ``os.open`` raises (a NUL byte: ValueError)."""
-        fd = closermod.open_owned(name, _FLAGS['w'], self.fds)
+        fd = engine.open_owned(name, _FLAGS['w'], self.fds)
         try:
             fp = make(fd, name)
         except BaseException:
@@ -270,7 +270,7 @@ class OwnedFiles:
     def _open_raw(self, name, mode, buffering, flags):
         # like open(): mode 0o666 less the umask, not inherited by child
         # processes; into ``owned`` in the same step
-        fd = closermod.open_owned(name, flags, self.closer.owned)
+        fd = engine.open_owned(name, flags, self.closer.owned)
         if self._direct is not None and mode == 'wb':
             # from here on open_through's failing path closes fd, and
             # nothing else: the file is made with its finalizer unarmed,
@@ -341,7 +341,7 @@ class OwnedFiles:
         what an interrupt or an error kept from the closer.  If the closer
         left hung closes to its threads, closing here could hang as well:
         the descriptors then go to a thread of their own, which closes
-        them (closermod.close_elsewhere), and the file objects over them
+        them (engine.close_elsewhere), and the file objects over them
         are marked closed; the file objects of their own are left to the
         garbage collector."""
         proxies = self._proxies
@@ -363,7 +363,7 @@ class OwnedFiles:
             # from here on the thread's (an interrupt before the thread
             # starts leaks them, as a hung close would)
             self.fds.clear()
-            closermod.close_elsewhere(left)
+            engine.close_elsewhere(left)
             return
         for fd in list(self.fds):
             self.discard(fd)
@@ -382,7 +382,7 @@ def _mark_closed(fp):
     if type(fp) is DescriptorFile:
         fp.forget()
     else:
-        closermod.close_quietly(getattr(fp, 'raw', fp))
+        engine.close_quietly(getattr(fp, 'raw', fp))
 
 
 def posixfile(files, orig, name, mode=b'r', buffering=-1, *args, **kwargs):
@@ -511,7 +511,7 @@ class DescriptorFile(_WithBlock):
         self._hold = 0
         if self._held is not None:
             self._write_held()
-        start = closermod.stat_clock() if self._timed else None
+        start = engine.stat_clock() if self._timed else None
         size = self._write(data)
         self._offset += size
         if stat is not None:
@@ -523,11 +523,11 @@ class DescriptorFile(_WithBlock):
 
     def _write(self, data):
         try:
-            return closermod.write_all(self._fd, data)
+            return engine.write_all(self._fd, data)
         except OSError as exc:
             if self._writestat is None:
                 raise  # what a file object would raise
-            raise closermod.FileError(self.name, exc, 'writing') from exc
+            raise engine.FileError(self.name, exc, 'writing') from exc
 
     def _write_held(self):
         """write the bytes held for the closer here after all (their size
@@ -614,7 +614,7 @@ class DescriptorFile(_WithBlock):
                     # written, as a file object left to the collector
                     # flushes; its error is lost, as that flush's would be
                     try:
-                        closermod.write_all(self._fd, held)
+                        engine.write_all(self._fd, held)
                     except OSError:
                         pass
                 self._close_here()
@@ -660,7 +660,7 @@ class _HandsItselfOver:
             # (discard), an interrupt before that leaves it to release()
             self._files.discard(fd)
             if isinstance(exc, OSError):
-                raise closermod.FileError(
+                raise engine.FileError(
                     self._name, exc, 'writing'
                 ) from exc
             raise
@@ -795,16 +795,16 @@ class HandedOverFile(_WithBlock):
         try:
             result = self._fp.write(data)
         except OSError as exc:
-            raise closermod.FileError(self._name, exc, 'writing') from exc
+            raise engine.FileError(self._name, exc, 'writing') from exc
         self._writestat.bytes += len(data)
         return result
 
     def write(self, data):
-        start = closermod.stat_clock()
+        start = engine.stat_clock()
         try:
             result = self._fp.write(data)
         except OSError as exc:
-            raise closermod.FileError(self._name, exc, 'writing') from exc
+            raise engine.FileError(self._name, exc, 'writing') from exc
         self._writestat.since(start, len(data))
         return result
 
@@ -816,8 +816,8 @@ class HandedOverFile(_WithBlock):
         fd = self._fd
         if fd is None:
             try:
-                closermod.flush_for_handover(fp, name)
-            except closermod.FileError:
+                engine.flush_for_handover(fp, name)
+            except engine.FileError:
                 self._closed = True  # closed by flush_for_handover
                 if self._files is not None:
                     self._files.untrack(self)
@@ -826,7 +826,7 @@ class HandedOverFile(_WithBlock):
                 # an interrupt before this leaves it to _close_here()
                 self._closed = True
                 self._closer.close(fp, name)
-            except closermod.FileError:
+            except engine.FileError:
                 raise  # closed, or its close failed: not tried again
             except BaseException:
                 # an interrupt as close() began can come before the closer
@@ -835,7 +835,7 @@ class HandedOverFile(_WithBlock):
                 # closed twice closes its descriptor once, but would wait
                 # here for a thread's close that hangs
                 if not self._closer.holds(fp):
-                    closermod.close_quietly(fp)
+                    engine.close_quietly(fp)
                 raise
             finally:
                 # closed or handed over (an interrupt before this leaves it
@@ -855,7 +855,7 @@ class HandedOverFile(_WithBlock):
                 self._closed = True
                 self._files.discard(fd)
                 if isinstance(exc, OSError):
-                    raise closermod.FileError(name, exc, 'writing') from exc
+                    raise engine.FileError(name, exc, 'writing') from exc
                 raise
             self._closed = True
             # from here on fd alone: still in the owned set, for
@@ -868,7 +868,7 @@ class HandedOverFile(_WithBlock):
     def _close_here(self):
         """close on this thread, on a path that is already failing"""
         self._closed = True
-        closermod.close_quietly(self._fp)
+        engine.close_quietly(self._fp)
         if self._files is not None:
             self._files.untrack(self)  # if tracked (no fd of its own)
         if self._fd is not None:

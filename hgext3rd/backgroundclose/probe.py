@@ -15,10 +15,10 @@ close for a few more files, and the CPU time of each close on the closing
 thread: an antivirus scan burns CPU on close, a network round trip or a
 device flush does not.
 
-The closes are then fed, in order, to the same ``Policy`` the closer uses
-(policy.py) with the user's settings, as the closer would feed them: a
-close is timed in CPU time only where the closer would time it (never
-under a forced policy), and once closing went to the background only the
+The closes are then fed, in order, to the same ``Policy`` the closer
+uses (engine/policy.py) with the user's settings, as the closer would
+feed them: a close is timed in CPU time only where the closer would time
+it (never under a forced policy), and once closing went to the background only the
 closer's inline probes are learnt from.  The policy decides as it would
 during an apply: inline or background, and how many threads.
 
@@ -45,12 +45,12 @@ from mercurial import (
 from mercurial.utils import stringutil
 
 from . import (
-    closer as closermod,
+    engine,
     messages,
-    policy as policymod,
     report as reportmod,
     settings,
 )
+from .engine import policy as policymod
 
 FILES = 300
 FSYNC_FILES = 32
@@ -86,7 +86,7 @@ class Probe:
     """the measurements of one probe"""
 
     def __init__(self):
-        self.ops = {name: closermod.OpStat() for name in _OPERATIONS}
+        self.ops = {name: engine.OpStat() for name in _OPERATIONS}
         self.closes = []  # (wall, cpu) of each close, in order
 
     def write_files(self, workdir, count, fsync, clock=util.timer):
@@ -100,7 +100,7 @@ class Probe:
         finally:
             for fd in list(owned):
                 try:
-                    closermod.close_owned(fd, owned)
+                    engine.close_owned(fd, owned)
                 except OSError:
                     pass  # already failing: its error must not hide the first
 
@@ -119,15 +119,15 @@ class Probe:
                     os.makedirs(parent, exist_ok=True)
                 except OSError as exc:
                     # making a file's directories is part of opening it
-                    raise closermod.FileError(name, exc, 'opening') from exc
+                    raise engine.FileError(name, exc, 'opening') from exc
                 ops['mkdir'].add(clock() - start)
                 made.add(parent)
             data = b'\0' * size
             start = clock()
             try:
-                fd = closermod.open_owned(name, flags, owned)
+                fd = engine.open_owned(name, flags, owned)
             except OSError as exc:
-                raise closermod.FileError(name, exc, 'opening') from exc
+                raise engine.FileError(name, exc, 'opening') from exc
             ops['open'].add(clock() - start)
             try:
                 start = clock()
@@ -140,15 +140,15 @@ class Probe:
                     os.fsync(fd)
                     ops['fsync'].add(clock() - start)
             except OSError as exc:
-                raise closermod.FileError(name, exc, 'writing') from exc
-            mark = closermod.cpu_mark()
+                raise engine.FileError(name, exc, 'writing') from exc
+            mark = engine.cpu_mark()
             start = clock()
             try:
-                closermod.close_owned(fd, owned)
+                engine.close_owned(fd, owned)
             except OSError as exc:
-                raise closermod.FileError(name, exc) from exc
+                raise engine.FileError(name, exc) from exc
             wall = clock() - start
-            cpu = closermod.cpu_demand(mark, wall)
+            cpu = engine.cpu_demand(mark, wall)
             ops['close-fsynced' if fsync else 'close'].add(wall)
             if not fsync:
                 self.closes.append((wall, cpu))
@@ -192,8 +192,8 @@ class Probe:
         """what the closer would do here: (policy, threads)
 
         The closes are given to the policy as the closer gives them
-        (closer.py, ``_submit`` and ``_close_inline``): a close is timed in
-        CPU time where ``wants_cpu_time`` says so; once closing went to the
+        (engine/closer.py, ``_submit`` and ``_close_inline``): a close is
+        timed in CPU time where ``wants_cpu_time`` says so; once closing went to the
         background, a file is handed over (counted) unless the policy takes
         it for a probe, closed inline and learnt from.  The probe hands
         nothing over, so it cannot tell a hand-over that costs as much as a
@@ -264,7 +264,7 @@ def run(ui, repo, dest, opts):
     current directory) and print what the closer would do there"""
     settings.validate(ui)
     options = settings.closer_options(ui)
-    native = closermod.native_available() and settings.native(ui)
+    native = engine.native_available() and settings.native(ui)
     parent = _where(repo, dest)
     with ui.formatter(b'debugprobeclose', opts) as fm:
         # a template that does not parse aborts here, before any file is
@@ -287,7 +287,7 @@ def run(ui, repo, dest, opts):
                 )
             probe.write_files(workdir, FILES, fsync=False)
             probe.write_files(workdir, FSYNC_FILES, fsync=True)
-        except closermod.FileError as exc:
+        except engine.FileError as exc:
             raise messages.file_abort(exc, exc.name)
         finally:
             # even when interrupted: a second Ctrl-C here is left to Python

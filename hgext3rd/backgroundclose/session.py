@@ -26,7 +26,7 @@ here, so that each keeps the same rules:
 import threading
 
 from . import (
-    closer as closermod,
+    engine,
     handover,
     messages,
     seams,
@@ -77,14 +77,14 @@ class Session:
     def __init__(self, ui, expectedcount=-1, tracknames=False,
                  openseam=None, timeall=False):
         self.ui = ui
-        self.closer = closermod.Closer(
+        self.closer = engine.Closer(
             expectedcount=expectedcount,
             tracknames=tracknames,
             native=settings.native(ui),
             # descriptors opened and not handed over yet: what an interrupt
             # at the wrong moment could leak, closed when the session fails
             owned=set(),
-            sample=closermod.SAMPLE,
+            sample=engine.SAMPLE,
             timeall=timeall,
             **settings.closer_options(ui)
         )
@@ -221,7 +221,7 @@ class Session:
                 finally:
                     # again, should an interrupt have cut the first short
                     self.unwrap()
-        except closermod.FileError as exc:
+        except engine.FileError as exc:
             # closed inline, raised on a later submission, or by finish()
             raise self.abort(exc) from exc
         return result

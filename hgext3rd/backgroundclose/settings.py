@@ -15,7 +15,7 @@ from mercurial.i18n import _
 from mercurial import error
 from mercurial.utils import stringutil
 
-from . import closer as closermod
+from . import engine
 
 SECTION = b'worker'
 
@@ -55,17 +55,17 @@ def policy(ui):
     # and such an item must be read with an explicit default (devel
     # warnings say so); None stands for "unset" here
     if ui.config(SECTION, b'backgroundclose', None) is None:
-        return closermod.ADAPTIVE
+        return engine.ADAPTIVE
     if _read(ui.configbool, b'backgroundclose', False):
-        return closermod.BACKGROUND
-    return closermod.INLINE
+        return engine.BACKGROUND
+    return engine.INLINE
 
 
 def closer_options(ui):
     """keyword arguments for ``closer.Closer`` from the configuration"""
     chosen = policy(ui)
     minfilecount = _positive(ui, b'backgroundcloseminfilecount', 0)
-    if chosen == closermod.ADAPTIVE and not ui.configsource(
+    if chosen == engine.ADAPTIVE and not ui.configsource(
         SECTION, b'backgroundcloseminfilecount'
     ):
         # core's default (2048) guards against starting threads for a few
@@ -87,10 +87,10 @@ def writes(ui):
     threads when opens are measured to wait (adaptive); true, always;
     false, never"""
     if ui.config(SECTION, b'backgroundclosewrites') is None:
-        return closermod.ADAPTIVE
+        return engine.ADAPTIVE
     if _read(ui.configbool, b'backgroundclosewrites'):
-        return closermod.BACKGROUND
-    return closermod.INLINE
+        return engine.BACKGROUND
+    return engine.INLINE
 
 
 def native(ui):

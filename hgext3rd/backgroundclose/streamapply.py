@@ -94,23 +94,23 @@ from mercurial import (
 from mercurial.utils import stringutil
 
 from . import (
-    closer as closermod,
     compat,
     deferredwrite,
     directories,
+    engine,
     handover,
     malformed,
-    policy as policymod,
     report as reportmod,
     seams,
     session as sessionmod,
     settings,
     takeback as takebackmod,
 )
+from .engine import policy as policymod
 
 # CPU time of the calling thread: an open that burns it is no wait
 _thread_time = time.thread_time
-_blocked = closermod.slept
+_blocked = engine.slept
 
 _OPEN_FLAGS = os.O_WRONLY | os.O_CREAT | getattr(os, 'O_BINARY', 0)
 
@@ -203,7 +203,7 @@ class ApplySession(sessionmod.Session):
         # them itself (_open_through), and the policy's CPU time costs
         # system calls
         self.writepolicy = policymod.WritePolicy(
-            settings.writes(ui), sample=closermod.SAMPLE
+            settings.writes(ui), sample=engine.SAMPLE
         )
         self.writers = None
         self._writeroptions = settings.closer_options(ui)
@@ -217,7 +217,7 @@ class ApplySession(sessionmod.Session):
         # stream v2 on 7.x, writers running: path -> the directory its
         # writer makes (see stream_directory)
         self._streamdirs = {}
-        self.book = closermod.StatsBook(
+        self.book = engine.StatsBook(
             reportmod.OPERATIONS + reportmod.WRITER_OPERATIONS
         )
         # what the main thread wrote
@@ -306,7 +306,7 @@ class ApplySession(sessionmod.Session):
             with self._registering:
                 tr.add(path, 0)
         except OSError as exc:
-            raise closermod.FileError(vfs.join(path), exc, 'opening') from exc
+            raise engine.FileError(vfs.join(path), exc, 'opening') from exc
 
     def prepared(self, vfs, path, real):
         """stream v2 from Mercurial 7.0 on: ``path`` of ``vfs`` will be
@@ -357,7 +357,7 @@ class ApplySession(sessionmod.Session):
             self.cancelled.set()
             if self._writersleft:
                 return None  # waited for once already
-            deadline = time.monotonic() + closermod.Closer.GRACE
+            deadline = time.monotonic() + engine.Closer.GRACE
             with self._corewriters:
                 while self._corewriting:
                     left = deadline - time.monotonic()
@@ -380,7 +380,7 @@ class ApplySession(sessionmod.Session):
             # a signal raised as os.open() returns loses the new descriptor
             # (CPython runs handlers right after a call): find it by name
             for fd in _descriptors_of(opening):
-                closermod.close_quietly(fd)
+                engine.close_quietly(fd)
 
     def describe(self, path):
         """the name of a file in messages: store path, or .hg/ path"""
@@ -557,7 +557,7 @@ class ApplySession(sessionmod.Session):
             nbytes = fh.tell()  # opened empty, written in one pass
             fh.close()
         except Exception as exc:
-            raise closermod.FileError(name, exc) from exc
+            raise engine.FileError(name, exc) from exc
         self._corebytes += nbytes
 
     def streamed(self):
@@ -591,7 +591,7 @@ class ApplySession(sessionmod.Session):
             return None
         if joined is None or not joined.startswith(self._written_roots):
             return None
-        return self.abort(closermod.FileError(joined, exc, action))
+        return self.abort(engine.FileError(joined, exc, action))
 
     def deliver_report(self):
         """build the report, then print it or hand it to a collector"""
@@ -669,8 +669,8 @@ class ApplySession(sessionmod.Session):
     def _start_writers(self):
         """opens wait: whole files go to writer threads from now on"""
         options = dict(self._writeroptions)
-        options.update(policy=closermod.BACKGROUND, minfilecount=0)
-        self.writers = closermod.Closer(
+        options.update(policy=engine.BACKGROUND, minfilecount=0)
+        self.writers = engine.Closer(
             expectedcount=-1, native=False, **options
         )
         self.writers.start()
@@ -805,7 +805,7 @@ class ApplySession(sessionmod.Session):
                     fd, writestat = None, self.writes
                 break
             except ValueError as exc:  # a NUL byte in the name
-                raise closermod.FileError(
+                raise engine.FileError(
                     vfs.join(path), exc, 'opening'
                 ) from exc
             except FileNotFoundError:
@@ -847,7 +847,7 @@ class ApplySession(sessionmod.Session):
             directories.prepare(base, dirname, vfs.createmode)
         files = self.files
         name = files.join(vfs, path)
-        start = closermod.stat_clock() if self.timed else None
+        start = engine.stat_clock() if self.timed else None
         remade = False
         while True:
             try:
@@ -866,7 +866,7 @@ class ApplySession(sessionmod.Session):
                 directories.forget(base, dirname)
                 directories.prepare(base, dirname, vfs.createmode)
             except ValueError as exc:  # a NUL byte in the name
-                raise closermod.FileError(name, exc, 'opening') from exc
+                raise engine.FileError(name, exc, 'opening') from exc
         # should it fail, fp's finalizer, or the session's release(),
         # closes the descriptor
         vfs._fixfilemode(name)
@@ -898,7 +898,7 @@ class ApplySession(sessionmod.Session):
         opened the file itself), the table its writes go to"""
         # the session opens on the main thread only: its tables are
         # self.writes and the one it belongs to
-        start = closermod.stat_clock() if self.timed else None
+        start = engine.stat_clock() if self.timed else None
         fp, fd = self.files.open_through(
             orig, vfs, path, mode, kwargs, direct=self._descriptor_file
         )
@@ -962,7 +962,7 @@ class ApplySession(sessionmod.Session):
         closer = self.closer
         if owned is None:
             owned = closer.owned
-        openowned = closermod.open_owned  # not closer's: a call fewer
+        openowned = engine.open_owned  # not closer's: a call fewer
         try:
             if holdmost:
                 try:
@@ -972,7 +972,7 @@ class ApplySession(sessionmod.Session):
                     closer.wait()
             return openowned(path, _OPEN_FLAGS, owned, mode), 0
         except (OSError, ValueError) as exc:  # ValueError: NUL byte
-            raise closermod.FileError(path, exc, 'opening') from exc
+            raise engine.FileError(path, exc, 'opening') from exc
 
     def _write_streamed_later(self, path, mode, data, directory):
         """hand a stream v2 file (Mercurial 7.0 on) to the writers: None,
@@ -1044,7 +1044,7 @@ class ApplySession(sessionmod.Session):
             return self._write_streamed(writefiles, info, mine)
         finally:
             for fd in mine:
-                closermod.close_quietly(fd)
+                engine.close_quietly(fd)
             with self._corewriters:
                 self._corewriting -= 1
                 self._corewriters.notify_all()
@@ -1058,9 +1058,9 @@ class ApplySession(sessionmod.Session):
         writestat = table['write']
         closer = self.closer
         # the report's and the write policy's: the one OpStat.since reads
-        clock = closermod.stat_clock
+        clock = engine.stat_clock
         timed = self.timed
-        write = closermod.write_all
+        write = engine.write_all
         # a writer thread of a parallel apply keeps its failures for the
         # applying thread, which raises them when it finishes the closer
         # (or as it prepares the next file)
@@ -1080,7 +1080,7 @@ class ApplySession(sessionmod.Session):
             try:
                 return write(fd, chunk)
             except OSError as exc:
-                raise closermod.FileError(path, exc, 'writing') from exc
+                raise engine.FileError(path, exc, 'writing') from exc
 
         for path, mode, data in info:
             if onmain:
@@ -1111,7 +1111,7 @@ class ApplySession(sessionmod.Session):
                 try:
                     self.directories.prepare(*directory)
                 except OSError as exc:
-                    failure = closermod.FileError(path, exc, 'opening')
+                    failure = engine.FileError(path, exc, 'opening')
                     if onmain:
                         raise failure from exc
                     closer.record(failure)
@@ -1182,7 +1182,7 @@ class ApplySession(sessionmod.Session):
                         writestat.since(start, len(chunk))
                     else:  # counted all the same: see check_complete()
                         writestat.bytes += len(chunk)
-            except closermod.FileError as failure:
+            except engine.FileError as failure:
                 if fd is not None:
                     closer.close_quietly(fd)
                     owned.discard(fd)
@@ -1199,7 +1199,7 @@ class ApplySession(sessionmod.Session):
                 raise
             try:
                 closer.close(fd, path, held)
-            except closermod.FileError as exc:
+            except engine.FileError as exc:
                 # closed or handed over all the same (closer.close())
                 if onmain:
                     raise
@@ -1264,16 +1264,16 @@ class ApplySession(sessionmod.Session):
             # connection reset) are its own, not a write of this file
             for chunk in data:
                 size += put(fd, path, chunk)
-        except closermod.FileError:
+        except engine.FileError:
             self.closer.close_quietly(fd)
             raise
         # anything else (a failed read, an interrupt): fd stays owned, for
         # release()
         writestat.bytes += size
         try:
-            closermod.close_owned(fd, self.closer.owned)
+            engine.close_owned(fd, self.closer.owned)
         except OSError as exc:
-            raise closermod.FileError(path, exc) from exc
+            raise engine.FileError(path, exc) from exc
 
 
 def _written_by_consumer(exc):

@@ -35,8 +35,8 @@ from mercurial import (
 )
 
 from . import (
-    closer as closermod,
     compat,
+    engine,
     handover,
     seams,
     session as sessionmod,
@@ -73,9 +73,9 @@ class WorkingCopyCloser(sessionmod.Session):
                 self.files.unwrap()
                 if self._seams is not None:
                     self._seams.remove()
-        except closermod.FileError as exc:
+        except engine.FileError as exc:
             raise self.abort(exc) from exc
-        if isinstance(exc_value, closermod.FileError):
+        if isinstance(exc_value, engine.FileError):
             # a close handed over here, or one that failed earlier, raised
             # by a close() core called
             raise self.abort(exc_value) from exc_value
@@ -88,9 +88,9 @@ class WorkingCopyCloser(sessionmod.Session):
         calls this for the files vfsopen() leaves to core)"""
         name = getattr(fh, 'name', None)
         try:
-            closermod.flush_for_handover(fh, name)
+            engine.flush_for_handover(fh, name)
             self.closer.close(fh, name)
-        except closermod.FileError as exc:
+        except engine.FileError as exc:
             raise self.abort(exc) from exc
         if self._seams is None and self.closer.background:
             self._open_for_lane_if_background()

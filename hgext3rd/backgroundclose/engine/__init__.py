@@ -1,0 +1,60 @@
+# engine - closing files inline or on threads, without Mercurial
+#
+# Copyright 2026 hg-backgroundclose contributors
+#
+# This software may be used and distributed according to the terms of the
+# GNU General Public License version 2 or any later version.
+"""The engine: what closes files, and when, with no Mercurial import, so
+that it can be tested on its own.  The seams (one module each beside this
+package) hand it files; see docs/design.rst for the layers.
+
+- policy.py: the decisions, clock in, decisions out;
+- closer.py: the ``Closer`` the seams hand every file to;
+- pools.py: the threads that close, Python or C, behind one interface;
+- descriptors.py: opening, writing and closing with one owner at a time;
+- stats.py, threads.py, native.py: what those share.
+"""
+
+from .closer import Closer, native_available
+from .descriptors import (
+    FileError,
+    close_elsewhere,
+    close_owned,
+    close_quietly,
+    close_target,
+    descriptor_room,
+    file_error,
+    flush_for_handover,
+    open_owned,
+    write_all,
+)
+from .policy import ADAPTIVE, BACKGROUND, INLINE, POLICIES, SAMPLE
+from .stats import OpStat, PythonOpStat, StatsBook, stat_clock
+from .threads import cpu_demand, cpu_mark, slept
+
+__all__ = [
+    'ADAPTIVE',
+    'BACKGROUND',
+    'Closer',
+    'FileError',
+    'INLINE',
+    'OpStat',
+    'POLICIES',
+    'PythonOpStat',
+    'SAMPLE',
+    'StatsBook',
+    'close_elsewhere',
+    'close_owned',
+    'close_quietly',
+    'close_target',
+    'cpu_demand',
+    'cpu_mark',
+    'descriptor_room',
+    'file_error',
+    'flush_for_handover',
+    'native_available',
+    'open_owned',
+    'slept',
+    'stat_clock',
+    'write_all',
+]

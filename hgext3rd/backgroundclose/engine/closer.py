@@ -1,0 +1,758 @@
+# closer.py - close files inline or on a pool's threads, adaptively
+#
+# Copyright 2026 hg-backgroundclose contributors
+#
+# This software may be used and distributed according to the terms of the
+# GNU General Public License version 2 or any later version.
+"""The ``Closer``: what the seams hand every file to.  It asks its
+``Policy`` (policy.py) whether to close each file on the calling thread or
+hand it to its pool (pools.py: Python threads, or the C lane), sizes the
+pool, and raises what failed on a pool's thread on the thread that made
+it.  ``finish()`` is the one way to end it.  See docs/design.rst, "The
+closer".
+
+At no time are more than ``maxqueue`` files handed over and not yet closed
+(clamped to what the process's descriptor limit leaves).  Every file
+handed over is closed exactly once, even when another close has failed.
+A failure on a pool's thread is raised, as a ``FileError`` naming the file,
+on the next submission from the thread that made the closer or by
+``finish()``; other threads that submit (core's writer threads) can
+``record()`` their own failures to be raised the same way.  A closer made
+with ``tracknames=True`` can ``wait_for(name)``, for files that are
+reopened (revlogs).  A submitter that keeps a set of the descriptors it
+owns passes it as ``owned``: a descriptor leaves that set in the same step
+as it is handed over or closed.
+"""
+
+import os
+import sys
+import threading
+import time
+import weakref
+
+from . import (
+    native,
+    policy as policymod,
+    pools,
+)
+from .descriptors import (
+    FileError,
+    close_owned,
+    close_quietly,
+    close_target,
+    descriptor_room,
+    open_owned,
+)
+from .policy import ADAPTIVE
+from .stats import StatsBook, stat_clock
+from .threads import cpu_demand, cpu_mark
+
+# what _hand_over() did with a file
+_HANDED = 'handed'
+_PROBE = 'probe'
+_INLINE = 'inline'
+
+# descriptors kept free for everything else the process does
+_FD_RESERVE = 32
+
+# every closer of this process, so that a forked child can disown them
+_live = weakref.WeakSet()
+
+
+def _disown_after_fork():
+    """in a forked child: the parent's threads do not exist here, and its
+    locks may have been held by one of them at the fork; nothing of a
+    closer the parent had may be waited for, locked or closed by the child"""
+    for closer in list(_live):
+        try:
+            closer._disown()
+        except Exception:  # one closer's failure must not spare the others
+            pass
+
+
+if hasattr(os, 'register_at_fork'):
+    os.register_at_fork(after_in_child=_disown_after_fork)
+
+native_available = native.available
+
+
+class Closer:
+    """Close files inline or on a pool's threads.  See the module doc."""
+
+    # finish(): after an interrupt, the most seconds it still waits for
+    # closes that hang
+    GRACE = 5.0
+
+    def __init__(
+        self,
+        policy=ADAPTIVE,
+        threads=4,
+        maxthreads=64,
+        maxqueue=384,
+        threshold=30e-6,
+        window=16,
+        minfilecount=2048,
+        expectedcount=-1,
+        clock=stat_clock,
+        closefn=close_target,
+        fdroom=descriptor_room,
+        tracknames=False,
+        native=False,
+        owned=None,
+        sample=1,
+        timeall=False,
+    ):
+        if maxqueue < 1:
+            raise ValueError('maxqueue must be positive')
+        # what to do, and when: no thread, lock or file in there (others
+        # may read it as ``decisions``, and change nothing)
+        self._policy = self.decisions = policymod.Policy(
+            policy,
+            threads,
+            maxthreads,
+            threshold,
+            window,
+            minfilecount,
+            expectedcount,
+            clock,
+            sample=sample,
+        )
+        # inline closes left before the next timed one, and how many were
+        # not timed, and of hand-overs made without asking (owner thread
+        # only)
+        self._untimed = 0
+        self._untimedcount = 0
+        # a report shows every close's time: the inline closes the policy
+        # does not sample are timed all the same, for the stats book only
+        # (the policy decides as it would without a report)
+        self._timeall = timeall
+        # the owner thread's 'close' entry of the stats book, once looked
+        # up: a report times every close, and the lookup costs as much as
+        # the timing
+        self._ownclose = None
+        # whether the closer's clock is the stats' own: then a report's
+        # close is timed by OpStat.since, one call
+        self._statclock = clock is stat_clock
+        # hand-overs that need no decision of the policy, left before the
+        # next one that does, and how many were granted: those go straight
+        # to the pool, untimed, and are counted by the next file that asks
+        # (owner thread only; none once another thread submitted too,
+        # which also ends a run granted before).  Granted while a report
+        # times every file as well: such a hand-over never waits for room
+        # (the one before it left some, and no other thread submits), so
+        # what it costs the writer is one call, and the waits the report
+        # shows are all timed by the files that ask (a full pool ends the
+        # run)
+        self._routine = 0
+        self._routinegranted = 0
+        # the last run ended early, on a full pool: the next file's wait
+        # for room stands for itself alone
+        self._routinecut = False
+        # a thread other than the owner submitted: every file asks
+        self._shared = False
+        room = fdroom() if callable(fdroom) else fdroom
+        if room is not None:
+            # half of what is left: the submitters open files too
+            maxqueue = max(1, min(maxqueue, (room - _FD_RESERVE) // 2))
+        self.maxqueue = maxqueue
+        self._clock = clock
+        # the submitter's descriptors not handed over yet (see close())
+        self.owned = owned
+        if owned is not None:
+            self._closefn = self._owned_closer(closefn, owned)
+        else:
+            self._closefn = closefn
+        # the policy's decisions and the failures known, between threads
+        self._lock = threading.Lock()
+        self._stopping = False
+        self._errors = []
+        self._raised = 0  # how many of _errors were already raised
+        self._poolfailures = 0  # how many of the pool's failures are known
+        self._owner = threading.get_ident()  # pending errors are raised here
+        self._pool = pools.make_pool(
+            native, maxqueue, self._policy.maxthreads, self._closefn,
+            owned, tracknames, clock,
+        )
+        # whether any file was handed over: until then the pool has no
+        # failure to ask about
+        self._handedany = False
+        # finish() left closes that hang to the threads
+        self.abandoned = False
+        self._book = StatsBook(('close',))
+        _live.add(self)
+        # the threads of a closer that closes in the background from the
+        # outset start at start() or the first close(), never in here: an
+        # interrupt as the constructor returns would leave threads running
+        # that no owner ever finishes
+        self._startpending = self._policy.background
+
+    @staticmethod
+    def _owned_closer(closefn, owned):
+        def close_and_forget(target):
+            if type(target) is int:
+                if closefn is close_target:
+                    # forgets and closes in one step where the C module is
+                    # built: an interrupt in between would leave it
+                    # forgotten and open
+                    close_owned(target, owned)
+                    return
+                # forget it first: once closed, its number may be reused
+                owned.discard(target)
+            closefn(target)
+
+        return close_and_forget
+
+    # statistics ---------------------------------------------------------
+
+    def stats(self):
+        """merged statistics: ``close`` (time submitters spent closing or
+        waiting; the inline closes not sampled, unless ``timeall``, and the
+        hand-overs made without asking are counted, not timed) and
+        ``close-background`` (time spent on the pool's threads)"""
+        merged = self._book.merged()
+        merged['close'].count += self._untimedcount
+        merged['close'].count += self._routinegranted - self._routine
+        merged['close-background'] = background = type(merged['close'])()
+        self._pool.add_background_stats(background)
+        return merged
+
+    @property
+    def native(self):
+        """whether descriptors are closed on threads without the GIL"""
+        return self._pool.native
+
+    # what the policy decided so far
+    requested = property(lambda self: self._policy.requested)
+    reason = property(lambda self: self._policy.reason)
+    policy = property(lambda self: self._policy.policy)
+    threshold = property(lambda self: self._policy.threshold)
+    maxthreads = property(lambda self: self._policy.maxthreads)
+    estimate = property(lambda self: self._policy.estimate)
+    switches = property(lambda self: self._policy.switches)
+    background = property(lambda self: self._policy.background)
+    burning = property(lambda self: self._policy.burning)
+
+    @property
+    def closes_cheap(self):
+        """closing inline, nothing pending, closes measured cheap: a seam
+        may leave the next files to core (session.py)"""
+        return self._policy.closes_cheap() and not self.pending
+
+    @property
+    def mode(self):
+        """what the closer is doing now: 'inline' or 'background'"""
+        return self._policy.mode
+
+    @property
+    def threadcount(self):
+        """the most threads that ran at once"""
+        return self._pool.started
+
+    @property
+    def pending(self):
+        """how many files were handed over and are not closed yet"""
+        return self._pool.pending
+
+    @property
+    def peakpending(self):
+        """the most files handed over and not closed at once"""
+        return self._pool.peak
+
+    @property
+    def errors(self):
+        self._collect_failures()
+        return list(self._errors)
+
+    # submission ---------------------------------------------------------
+
+    def close(self, target, name=None, data=None):
+        """close ``target`` (a descriptor or a file object) now or later
+
+        ``data`` (bytes, with a descriptor only) is written into it first.
+        ``name`` is used in the error if the write or close fails.  The
+        file must not be used by the caller after this call, even when it
+        raises: the file is always closed or handed over first, then an
+        earlier background failure is raised (on the owner thread only).
+        The one exception: an interrupt while a descriptor waits for room
+        in a full pool leaves it open and in ``owned``, the submitter's to
+        clean up.
+        """
+        if (
+            self._routine
+            and type(target) is int
+            and not self._stopping
+            and not self._shared
+            and threading.get_ident() == self._owner
+        ):
+            # most descriptors once the pool is in use: nothing to decide,
+            # so none of the policy's calls, lock or clock (see _hand_over)
+            try:
+                full = self._pool.submit(target, name, data)
+            except RuntimeError:
+                # the pool stopped meanwhile (finish() on another thread):
+                # the long way below closes it here
+                self._end_routine()
+            else:
+                # counted once handed over: one that raised was not
+                self._routine -= 1
+                if full:
+                    # full: the next file goes the long way, which grows
+                    # the pool
+                    self._end_routine(cut=True)
+                # the check at the end of close(), inline here: this path
+                # is the one most files take while the pool is in use
+                if (
+                    self._pool.failed != self._poolfailures
+                    or self._raised < len(self._errors)
+                ):
+                    self.raise_failure()
+                return
+        if self._startpending:
+            try:
+                self.start()
+            except BaseException:
+                # interrupted while a thread started: the file is still ours
+                self._interrupted_before_handover(target)
+                raise
+        if self._policy.background:
+            self._submit(target, name, data)
+        elif (
+            data is None
+            and self._untimed > 0
+            and threading.get_ident() == self._owner
+        ):
+            # inline and not sampled: the path most files of a fast file
+            # system take, so the shortest one
+            self._untimed -= 1
+            stat = None
+            if self._timeall:
+                # not sampled by the policy, timed for a report
+                stat = self._ownclose
+                if stat is None:
+                    stat = self._ownclose = self._book.mine()['close']
+                start = self._clock()
+            else:
+                self._untimedcount += 1
+            try:
+                self._closefn(target)
+            except FileError:
+                raise  # a FileWrite's own, which says what failed
+            except Exception as exc:
+                raise FileError(name, exc) from exc
+            finally:
+                # a failed or interrupted close is timed too
+                if stat is not None:
+                    if self._statclock:
+                        stat.since(start)  # one call (OpStat in C)
+                    else:  # a closer given its own clock (tests)
+                        stat.add(self._clock() - start)
+        else:
+            if data is not None:
+                pools.write_into(target, name, data, self._closefn)
+            self._close_inline(target, name, self._clock(), False)
+            self._untimed = self._policy.sample_every - 1
+        if (
+            self._handedany and self._pool.failed != self._poolfailures
+        ) or self._raised < len(self._errors):
+            self.raise_failure()
+
+    def start(self):
+        """start the threads a closer that closes in the background from
+        the outset begins with (``close()`` does, if not done yet): for an
+        owner that wants to know now whether any thread starts"""
+        with self._lock:
+            if self._startpending and not self._stopping:
+                # those missing: a start interrupted half-way is tried again
+                self._start_workers(
+                    max(0, self._policy.threads - self._pool.threads)
+                )
+            # only once it returned: interrupted, the next close tries again
+            self._startpending = False
+
+    def _submit(self, target, name, data=None):
+        pool = self._pool
+        if data is not None and not pool.writes_on_threads:
+            # written on this thread, before the hand-over is timed: the
+            # policy weighs what handing over costs, not the write
+            pools.write_into(target, name, data, self._closefn)
+            data = None
+        start = self._clock()
+        probing = False
+        # after finish() nobody is left to close it later: close it here
+        if (
+            self._policy.background
+            and not self._stopping
+            and pool.accepts(target)
+        ):
+            outcome = self._hand_over(target, name, data, start)
+            if outcome is _HANDED:
+                return
+            probing = outcome is _PROBE
+        if data is not None:
+            pools.write_into(target, name, data, self._closefn)
+        self._close_inline(target, name, start, probing)
+
+    def _end_routine(self, cut=False):
+        """no more hand-overs without asking until the next file that asks
+        grants some: those made are still counted by it (or by stats());
+        ``cut``: ended by a full pool"""
+        self._routinegranted -= self._routine
+        self._routine = 0
+        if cut:
+            self._routinecut = True
+
+    def _handed(self, duration, files=1, spent=None):
+        """a file was handed over in ``duration`` seconds: what background
+        closing cost the submitter.  It stands for ``files`` hand-overs,
+        those made without asking since (counted, not timed).  ``spent``,
+        if given, is what the stats book records instead: the whole of
+        close(), where ``duration`` is only the part the policy weighs."""
+        self._book.mine()['close'].add(duration if spent is None else spent)
+        if self._policy.policy == ADAPTIVE:
+            # unlocked: a race between two submitters only blurs it
+            self._policy.learn_handover(duration, files)
+
+    def _close_timed(self, target, name, stat, start):
+        """close ``target`` on this thread, its time from ``start`` added
+        to ``stat`` whether it fails or not: when it ended"""
+        try:
+            self._closefn(target)
+        except Exception as exc:
+            stat.add(self._clock() - start)
+            if isinstance(exc, FileError):
+                raise  # a FileWrite's own, which says what failed
+            raise FileError(name, exc) from exc
+        end = self._clock()
+        stat.add(end - start)
+        return end
+
+    def _close_inline(self, target, name, start, probing):
+        """close ``target`` on this thread, timed from ``start``; a probe
+        tells the policy what it measured"""
+        clock = self._clock
+        policy = self._policy
+        stat = self._book.mine()['close']
+        # closes worth sizing a pool for: is their time the closing
+        # thread's CPU (a scan on close) or a wait (a network round trip)?
+        # Not asked of cheap closes: it costs a system call each time
+        mark = None
+        if policy.wants_cpu_time(probing):
+            mark = cpu_mark()
+        # what the policy learns from is the close alone: with the system
+        # call above in it, cheap closes on a busy machine would measure
+        # slow enough to switch on their own
+        closestart = clock()
+        duration = self._close_timed(target, name, stat, start) - closestart
+        if mark is not None:
+            policy.learn_cpu(duration, cpu_demand(mark, duration))
+        if probing:
+            with self._lock:
+                policy.learn_probe(duration)
+                if not policy.background:
+                    # back inline: no more files may come to wake the
+                    # parked threads for those queued
+                    self._pool.kick()
+        elif policy.policy == ADAPTIVE and not self._stopping:
+            self._learn_inline(duration)
+
+    def _hand_over(self, target, name, data, start):
+        """hand ``target`` to the pool, unless it is to be closed inline:
+        _HANDED, _PROBE (time it inline for a probe) or _INLINE.  If this
+        raises, ``target`` was either handed over or is still the caller's
+        (in ``owned``, or closed by the pool): never closed twice.
+        ``start``: when close() began."""
+        try:
+            asked = self._ask(threading.get_ident() == self._owner)
+            if asked is None:
+                return _PROBE
+            stands, granted = asked
+            # from here on, the pool may hold failures to raise
+            self._handedany = True
+            pool = self._pool
+            if (
+                pool.pending >= self.maxqueue
+                and pool.threads < self.maxthreads
+            ):
+                # the pool is too small for this latency: grow it now
+                # (closes that hang keep it full: a thread a file at most)
+                with self._lock:
+                    self._start_workers(1)
+        except BaseException:
+            # interrupted before the hand-over (sizing the pool starts
+            # threads, and waits for them): the file is still ours
+            self._interrupted_before_handover(target)
+            raise
+        began = self._clock()
+        try:
+            full = pool.submit(target, name, data)
+        except RuntimeError:
+            # the pool takes no more (finish() on another thread, or no
+            # thread could be started)
+            return _INLINE
+        # a file that stands for a run of hand-overs is timed around the
+        # submit alone for the policy: the window's sizing above may start
+        # a thread, which would weigh as much as the whole run.  One on
+        # its own is timed from the start of close(), as every file is
+        # when each asks.  The stats (a report) get the whole of close().
+        end = self._clock()
+        self._handed(
+            end - (began if stands > 1 else start), stands, end - start
+        )
+        if granted and not full:
+            # the count first: an interrupt in between grants nothing (the
+            # routine path also refuses once the closer is stopping)
+            self._routinegranted = granted
+            self._routine = granted
+        return _HANDED
+
+    def _ask(self, owner):
+        """count a file about to be handed over (and the hand-overs made
+        without asking before it), sizing the pool at every window: None
+        if the policy wants it closed inline for a probe, else what its
+        hand-over time stands for and how many hand-overs may follow
+        without asking.  ``owner``: the submitter made the closer."""
+        with self._lock:
+            policy = self._policy
+            routine = 0
+            if owner:
+                # the hand-overs made without asking since the last file
+                # that asked came before this one: counted first
+                routine = max(0, self._routinegranted - self._routine)
+                self._routinegranted = self._routine = 0
+                self._untimedcount += routine
+            else:
+                # another thread submits too: from now on every file asks,
+                # so that the policy counts them in the order they come
+                self._shared = True
+            # what this file's hand-over time stands for in the estimate
+            stands = 1 if self._routinecut else routine + 1
+            self._routinecut = False
+            if policy.take_probe():
+                if routine:
+                    self._account_locked(routine)
+                return None
+            self._account_locked(routine + 1)
+            granted = 0
+            if owner and not self._shared:
+                granted = policy.routine_handovers()
+            return stands, granted
+
+    def _interrupted_before_handover(self, target):
+        """an interrupt kept ``target`` from the pool: a descriptor in
+        ``owned`` is left there, for the submitter's cleanup, as a pool
+        leaves one it was waiting to take; anything else is closed here"""
+        if type(target) is not int or self.owned is None:
+            pools.drop(target, self._closefn)
+
+    def holds(self, target):
+        """whether ``target`` was handed over and is not closed yet"""
+        return self._pool.holds(target)
+
+    def _account_locked(self, count=1):
+        """count ``count`` submissions: size the pool at every window, and
+        count down to the next probe"""
+        interval = self._policy.account(count)
+        if interval is not None:
+            self._grow_locked(interval)
+
+    def _learn_inline(self, duration):
+        # called by whichever thread closed inline; a race between two
+        # writer threads here only blurs the estimate a little (or counts
+        # one close of the other's in a run of slow closes)
+        policy = self._policy
+        if not policy.learn_inline(duration):
+            return
+        with self._lock:
+            if policy.background or policy.threadless:
+                return
+            # threads first: other submitters read ``background`` unlocked
+            # and must find a pool behind it
+            running = self._pool.threads
+            if running < policy.threads:
+                self._start_workers(policy.threads - running)
+            if self._pool.threads:  # else none could be started
+                policy.switch_to_background(duration)
+
+    def _grow_locked(self, interval):
+        """start the threads the policy wants for one submission every
+        ``interval`` seconds"""
+        running = self._pool.threads
+        backlog = self._pool.queued > self.maxqueue // 2
+        need = self._policy.threads_needed(interval, running, backlog)
+        if need > running:
+            self._start_workers(need - running)
+
+    def _start_workers(self, count):
+        """start ``count`` more threads, within the policy's cap (with the
+        lock held)
+
+        A thread the system refuses to start (a process limit in a
+        container, little address space) caps the pool at what runs; with
+        no thread at all the closer closes inline from then on, and the
+        apply goes on.
+        """
+        policy = self._policy
+        if policy.threadless:
+            return
+        pool = self._pool
+        wanted = min(pool.threads + count, policy.thread_cap())
+        if wanted <= pool.threads:
+            return
+        running = pool.start(wanted)
+        if running < wanted and not self._stopping:
+            policy.refused(running)
+
+    # completion ---------------------------------------------------------
+
+    def record(self, error):
+        """keep ``error`` (a FileError) to be raised on the owner thread"""
+        with self._lock:
+            self._errors.append(error)
+
+    def open_owned(self, path, flags, mode=0o666):
+        """``os.open(path, flags, mode)``, the descriptor not inheritable,
+        added to ``owned`` in the same step where the C lane is built"""
+        return open_owned(path, flags, self.owned, mode)
+
+    def close_quietly(self, target):
+        """close ``target`` here, on a path that is already failing (and
+        drop it from ``owned``)"""
+        close_quietly(target, self._closefn)
+
+    def _collect_failures(self):
+        """turn the closes the pool saw fail into errors to raise"""
+        pool = self._pool
+        if pool.failed == self._poolfailures:
+            return
+        with self._lock:
+            new = pool.failures(self._poolfailures)
+            self._errors.extend(new)
+            self._poolfailures += len(new)
+
+    def failed(self):
+        """whether any close failed, or any failure was recorded, so far"""
+        self._collect_failures()
+        return bool(self._errors)
+
+    def raise_failure(self):
+        """on the owner thread: raise the first failure not raised yet, if
+        any (a thread that writes but never submits, the main thread of a
+        parallel apply, asks here)"""
+        self._collect_failures()
+        if (
+            self._raised < len(self._errors)
+            and threading.get_ident() == self._owner
+        ):
+            self._raise_pending()
+
+    def _raise_pending(self):
+        error = self._errors[self._raised]
+        self._raised = len(self._errors)
+        raise error
+
+    def wait(self):
+        """wait until every file handed over so far is closed; the closer
+        goes on (finish() ends it)"""
+        self._pool.wait()
+        self._collect_failures()
+
+    def wait_for(self, name):
+        """wait until no file handed over under ``name`` is still open
+
+        Only for a closer made with ``tracknames=True``; the caller is the
+        thread that hands files of that name over, so none can be added
+        while it waits.
+        """
+        self._pool.wait_for(name)
+
+    def has_pending_any(self):
+        """whether any file handed over under a name may not be closed yet"""
+        return self._pool.has_pending_any()
+
+    def finish(self, failing=False, on_interrupt=None, interrupted=False):
+        """the one way to finish: close everything handed over, join every
+        thread, then, unless ``failing``, raise the first failure not
+        raised yet (a FileError naming the file)
+
+        Interrupts while it waits are absorbed, and the first is raised
+        once it is done: whoever cleans up next (a transaction rolling
+        back) must find every file handed over closed.  After an interrupt
+        it waits at most ``GRACE`` seconds more: closes that still hang
+        then (a hard-mounted NFS server gone away) are left to their
+        threads, which alone close those files, whenever their closes
+        return.  Files submitted later are closed inline; calling it again
+        only raises what failed since.  ``on_interrupt`` is called at the
+        first interrupt it absorbs (a closer whose closes write files is
+        told to write no more).  ``interrupted``: an interrupt was caught
+        elsewhere already (finishing another closer): bounded too.
+        """
+        absorbed = None
+        deadline = None
+        if interrupted or isinstance(
+            sys.exc_info()[1], (KeyboardInterrupt, SystemExit)
+        ):
+            # finishing because of an interrupt caught elsewhere (a
+            # submitter waiting for room in a full queue): bounded too
+            deadline = time.monotonic() + self.GRACE
+        while not self.abandoned:  # once left to hung closes, never again
+            try:
+                if not self._stop(deadline):
+                    self._abandon()
+                break
+            except (KeyboardInterrupt, SystemExit) as exc:
+                # only interrupts are absorbed: anything else would come
+                # back at every try
+                if absorbed is None:
+                    absorbed = exc
+                    deadline = time.monotonic() + self.GRACE
+                    if on_interrupt is not None:
+                        on_interrupt()
+        self._collect_failures()
+        if absorbed is not None:
+            raise absorbed
+        if not failing and self._raised < len(self._errors):
+            self._raise_pending()
+
+    def _stop(self, deadline):
+        """stop taking files, wait until every file handed over is closed
+        and join the threads: True, or False once ``deadline`` (of
+        time.monotonic()) has passed, if any"""
+        with self._lock:
+            self._stopping = True
+            self._end_routine()
+        return self._pool.stop(deadline)
+
+    def _abandon(self):
+        """closes hang past the grace period: leave them, and the files
+        still queued behind them, to the threads"""
+        # first: once ``abandoned`` is set, nothing calls this again
+        self._pool.abandon()
+        self.abandoned = True
+        self._policy.reason = (
+            'closes still hanging were left to their threads'
+        )
+
+    def _disown(self):
+        """forget every thread, lock and queued file: this process is a
+        forked child of the one that made the closer (see
+        _disown_after_fork); whatever the child still closes, it closes
+        inline"""
+        self._lock = threading.Lock()
+        self._book.disown()
+        self._pool = self._pool.disowned()
+        self._poolfailures = 0
+        self._handedany = False
+        # the parent's failures are the parent's to raise
+        self._raised = len(self._errors)
+        self._stopping = True
+        self._policy.disown()
+        self._owner = threading.get_ident()
+        self._ownclose = None
+        self._end_routine()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc_value, exc_tb):
+        self.finish(failing=exc_type is not None)
+        return False

@@ -1,0 +1,164 @@
+# descriptors.py - descriptors with one owner, and FileError
+#
+# Copyright 2026 hg-backgroundclose contributors
+#
+# This software may be used and distributed according to the terms of the
+# GNU General Public License version 2 or any later version.
+"""Opening, writing and closing descriptors so that each has one owner:
+the ``owned`` set of its submitter, a pool, or nobody once closed.  Also
+``FileError``, what every failed write or close becomes.  See
+docs/design.rst."""
+
+import errno
+import os
+import threading
+
+from . import native
+from .threads import block_worker_signals
+
+
+class FileError(Exception):
+    """writing or closing (and so flushing) a file failed
+
+    ``name`` is what the submitter called the file (may be None), ``error``
+    the exception raised, ``action`` what failed: 'closing' or 'writing'.
+    """
+
+    def __init__(self, name, error, action='closing'):
+        super().__init__(name, error, action)
+        self.name = name
+        self.error = error
+        self.action = action
+
+    @property
+    def reason(self):
+        strerror = getattr(self.error, 'strerror', None)
+        return strerror or str(self.error) or type(self.error).__name__
+
+    def __str__(self):
+        return 'error %s %s: %s' % (self.action, self.name, self.reason)
+
+
+def file_error(name, exc):
+    """the FileError for a failed close of ``name``; a file object whose
+    close() writes the file (deferredwrite.FileWrite) raises its own,
+    which says what failed"""
+    if isinstance(exc, FileError):
+        return exc
+    return FileError(name, exc)
+
+
+def descriptor_room():
+    """how many more descriptors this process may open, or None if unknown"""
+    try:
+        import resource
+    except ImportError:  # not a POSIX system
+        return None
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return None
+    try:
+        in_use = len(os.listdir('/proc/self/fd'))
+    except OSError:
+        in_use = 0
+    return soft - in_use
+
+
+def close_target(target):
+    """close an integer descriptor or a file object"""
+    if type(target) is int:
+        os.close(target)
+    else:
+        target.close()
+
+
+def flush_for_handover(fp, name):
+    """flush ``fp`` on the calling thread before its close is handed over,
+    so that its data is in the kernel whichever thread closes it; if that
+    fails, close it here and raise a FileError ('writing')"""
+    try:
+        fp.flush()
+    except OSError as exc:
+        close_quietly(fp)
+        raise FileError(name, exc, 'writing') from exc
+
+
+def open_owned(path, flags, owned, mode=0o666):
+    """``os.open(path, flags, mode)``, the descriptor not inheritable, added
+    to the set ``owned`` in the same step where the C module is built (an
+    interrupt cannot fall in between and lose it)"""
+    nul = b'\0' if isinstance(path, bytes) else '\0'
+    # a name with a NUL byte: os.open() raises its own ValueError
+    if native.lane_module is not None and nul not in path:
+        return native.lane_module.open_owned(path, flags, mode, owned)
+    fd = os.open(path, flags, mode)  # not inheritable since Python 3.4
+    owned.add(fd)
+    return fd
+
+
+def close_owned(fd, owned):
+    """drop ``fd`` from the set ``owned`` and close it, in one step where the
+    C module is built; raises OSError if close() fails (``fd`` is closed and
+    forgotten all the same)"""
+    if native.lane_module is not None:
+        native.lane_module.close_owned(fd, owned)
+        return
+    # forget it first: once closed, its number may be reused
+    owned.discard(fd)
+    os.close(fd)
+
+
+def write_all(fd, data):
+    """write all of ``data`` (bytes or a buffer) into ``fd``: its size.  A
+    regular file takes it in one call unless the disk fills, which the
+    next call then raises."""
+    if type(data) is not bytes:
+        data = memoryview(data).cast('B')
+    size = len(data)
+    written = os.write(fd, data)
+    if written < size:
+        view = memoryview(data)
+        while written < size:
+            more = os.write(fd, view[written:])
+            if not more:
+                # takes a byte or raises, for a regular file: never spin
+                raise OSError(errno.EIO, os.strerror(errno.EIO))
+            written += more
+    return size
+
+
+def close_elsewhere(fds):
+    """close the descriptors ``fds`` (a list, now the callee's) on a thread
+    of their own, which ends once they are closed: after closes were left
+    hanging, one more close on this thread could hang as well, where the
+    command must end (a command server goes on).  A close that hangs keeps
+    only that thread."""
+    if not fds:
+        return
+
+    def close_all():
+        block_worker_signals()
+        while fds:
+            try:
+                os.close(fds.pop())
+            except OSError:
+                pass
+
+    thread = threading.Thread(target=close_all,
+                              name='backgroundclose-release', daemon=True)
+    try:
+        thread.start()
+    except (RuntimeError, MemoryError):
+        # no thread can be started: left open (closed here, one could
+        # hang the command)
+        pass
+
+
+def close_quietly(target, closefn=close_target):
+    """close on a path that is already failing: an error of the close must
+    not hide the first one"""
+    try:
+        closefn(target)
+    except Exception:
+        pass
+

@@ -1,0 +1,629 @@
+# pools.py - the threads that close what is handed over: Python or C
+#
+# Copyright 2026 hg-backgroundclose contributors
+#
+# This software may be used and distributed according to the terms of the
+# GNU General Public License version 2 or any later version.
+"""Two pools of closing threads behind one interface: ``PythonPool``
+(Python threads, any file) and ``LanePool`` (the C lane, descriptors
+only, threads that never take the GIL).  The closer (closer.py) decides
+what to hand over and how many threads to run; a pool only queues, closes,
+counts and stops.  See docs/design.rst, "The pools".
+
+The interface, which both implement:
+
+``native``, ``writes_on_threads``
+    whether its threads never take the GIL, and whether they write the
+    data handed over with a descriptor (else ``submit`` writes it on the
+    calling thread)
+``accepts(target)``
+    whether the pool can close ``target`` (else it is closed inline)
+``submit(target, name, data)``
+    write ``data`` (if any) into the descriptor, then hand it over: wait
+    for room, queue it and drop it from ``owned`` in one step.  Returns
+    whether the pool is full now.  Raises ``RuntimeError`` having done
+    nothing when it takes no more files (stopped, or no thread runs): the
+    caller closes it.  Interrupted while it waits for room, the file is
+    the caller's again: a descriptor back in ``owned`` where there is
+    one, anything else closed (or discarded) by the pool.
+``start(count)``
+    start threads until ``count`` run: how many run
+``threads``, ``started``, ``queued``, ``pending``, ``peak``
+    threads running now, the most ever running, files queued, files
+    handed over and not closed, the most ever pending
+``failed``, ``failures(start)``
+    how many writes or closes failed; the ``FileError`` of each, from
+    the ``start``-th on
+``wait()``, ``wait_for(name)``, ``has_pending_any()``
+    wait until every file handed over so far, or every one handed over
+    under ``name`` (``tracknames``), is closed
+``kick()``
+    no more files may come for a while: close those queued now
+``stop(deadline)``
+    take no more files, wait until all are closed, join the threads:
+    True, or False once ``deadline`` (``time.monotonic()``) passed, with
+    nothing stopped (call again, or ``abandon()``)
+``abandon()``
+    leave closes that hang to the threads, which exit once they return
+``add_background_stats(stat)``
+    add the time the threads spent closing to the ``OpStat`` ``stat``
+``disowned()``
+    in a forked child: a pool that holds nothing of the parent's and
+    takes no file
+"""
+
+import collections
+import os
+import threading
+import time
+
+from . import native
+from .descriptors import (
+    FileError,
+    close_quietly,
+    file_error,
+    write_all,
+)
+from .stats import StatsBook
+from .threads import block_worker_signals, run_as_batch_thread
+
+# how often a wait wakes up to let an interrupt through, in seconds
+POLL = 0.1
+# files queued before a parked Python worker is woken up
+BATCH = 4
+# the same for a parked C lane thread (see make_pool)
+LANE_BATCH = 32
+
+
+def write_into(fd, name, data, closefn):
+    """write ``data`` into ``fd`` on this thread; if that fails, close it
+    all the same (with ``closefn``) and raise a FileError ('writing')"""
+    try:
+        write_all(fd, data)
+    except Exception as exc:
+        close_quietly(fd, closefn)
+        raise FileError(name, exc, 'writing') from exc
+
+
+def drop(target, closefn):
+    """an interrupt kept ``target`` from being closed or handed over: close
+    it here.  One whose close would write it (deferredwrite.FileWrite) is
+    discarded: nothing is written after an interrupt"""
+    if type(target) is int or not hasattr(target, 'discard'):
+        close_quietly(target, closefn)
+    else:
+        target.discard()
+
+
+class PythonPool:
+    """Python threads closing files of any kind.  See the module doc."""
+
+    # how long a thread whose start() was interrupted may take to run before
+    # it is taken for one that never will (see _settle_starts_locked)
+    START_GRACE = 1.0
+
+    native = writes_on_threads = False
+
+    def __init__(self, maxqueue, maxthreads, batch, closefn, owned=None,
+                 tracknames=False, clock=time.perf_counter):
+        self.maxqueue = maxqueue
+        self._clock = clock
+        self._maxthreads = maxthreads
+        self._batch = batch
+        self._closefn = closefn
+        self.owned = owned
+        self._lock = threading.Lock()
+        self._work = threading.Condition(self._lock)  # workers wait for items
+        self._room = threading.Condition(self._lock)  # submitters wait for room
+        self._exited = threading.Condition(self._lock)
+        self._items = collections.deque()
+        # worker thread's ident -> the file it took and has not closed yet;
+        # with what is queued, all that is pending (kept by the workers
+        # alone, so that a signal in the submitter can never leave it wrong)
+        self._closing = {}
+        self._idle = 0  # workers waiting for an item
+        self._roomwaiters = 0
+        self._stopping = False
+        # threads listed before their start(); an interrupt in it may have
+        # left one that never ran, until _settle_starts_locked()
+        self._workers = []
+        # how many of them returned from _worker(); stop() waits for all,
+        # then joins them (counted by the threads alone)
+        self._returned = 0
+        self._failures = []
+        # name -> files of that name handed over and not closed yet
+        self._queuednames = {} if tracknames else None
+        self.peak = 0
+        self._book = StatsBook(('close-background',))
+
+    @staticmethod
+    def accepts(target):
+        return True
+
+    @property
+    def threads(self):
+        return len(self._workers)
+
+    started = threads  # threads are listed once started, never dropped
+
+    @property
+    def queued(self):
+        return len(self._items)
+
+    @property
+    def pending(self):
+        return len(self._items) + len(self._closing)
+
+    @property
+    def failed(self):
+        return len(self._failures)
+
+    def failures(self, start=0):
+        with self._lock:
+            return self._failures[start:]
+
+    def add_background_stats(self, stat):
+        stat.merge(self._book.merged()['close-background'])
+
+    # submission ---------------------------------------------------------
+
+    def submit(self, target, name=None, data=None):
+        if data is not None:
+            # Python threads only close: written here, before queueing
+            write_into(target, name, data, self._closefn)
+        handed = False
+        try:
+            with self._lock:
+                try:
+                    handed = self._enqueue_locked(target, name)
+                except BaseException:
+                    # a signal raised after the file was queued: take it
+                    # back; no worker can have taken it, the lock is held
+                    if (
+                        not handed
+                        and self._items
+                        and self._items[-1][0] is target
+                    ):
+                        self._items.pop()
+                        self._taken_back_locked(target, name)
+                    raise
+        except BaseException as exc:
+            if not handed and not isinstance(exc, RuntimeError):
+                # interrupted while it waited: the caller's again
+                if type(target) is not int or self.owned is None:
+                    drop(target, self._closefn)
+            raise
+        return self.pending >= self.maxqueue
+
+    def _enqueue_locked(self, target, name):
+        """queue ``target``: True; RuntimeError if no thread is left to
+        close it (stopped while this waited for room, or every thread's
+        start was cut short)"""
+        if self._stopping or not self._workers:
+            raise RuntimeError('the pool takes no more files')
+        while self.pending >= self.maxqueue:
+            if not self._wait_for_a_close_locked():
+                raise RuntimeError('the pool takes no more files')
+        # the hand-over: one step.  An interrupt after it (in any step
+        # below) is taken back by submit(), the lock still held
+        self._items.append((target, name))
+        if self.owned is not None and type(target) is int:
+            # the pool's from here on: whoever cleans up after a failure
+            # (even once hung closes were left to the threads) must not
+            # close it too
+            self.owned.discard(target)
+        queuednames = self._queuednames
+        if queuednames is not None and name is not None:
+            queuednames[name] = queuednames.get(name, 0) + 1
+        pending = self.pending
+        if pending > self.peak:
+            self.peak = pending
+        # wake a parked worker only when the busy ones have more than one
+        # file each waiting, and at least a batch waits: a worker that
+        # finds work when it finishes a close costs fewer GIL hand-offs
+        # than one woken up.  Whoever waits for closes wakes them all.
+        if (
+            self._idle
+            and len(self._items) >= self._batch
+            and len(self._items) > len(self._workers) - self._idle
+        ):
+            self._work.notify()
+        return True
+
+    def _taken_back_locked(self, target, name):
+        """``target``, just taken out of the queue unclosed, is its
+        submitter's again: back in ``owned`` right away, so that a second
+        interrupt before it is closed leaves it owned, for the cleanup"""
+        if self.owned is not None and type(target) is int:
+            self.owned.add(target)
+        self._forget_name_locked(name)
+
+    def _forget_name_locked(self, name):
+        """one file handed over under ``name`` is closed, or was taken
+        back: wait_for(name) must not wait for it any more"""
+        queuednames = self._queuednames
+        if queuednames is not None and name is not None:
+            left = queuednames.get(name, 0) - 1
+            if left > 0:
+                queuednames[name] = left
+            else:
+                queuednames.pop(name, None)
+
+    def holds(self, target):
+        """whether ``target`` was handed over and is not closed yet.  Where
+        the lock cannot be had (held for good by an interrupt at the wrong
+        bytecode, before Python 3.10), it says so, and the caller leaves
+        the file alone."""
+        if not self._lock.acquire(timeout=POLL * 10):
+            return True
+        try:
+            return any(
+                taken is target for taken in self._closing.values()
+            ) or any(queued is target for queued, _name in self._items)
+        finally:
+            self._lock.release()
+
+    def _wait_for_a_close_locked(self):
+        """with the lock held: wake the workers (parked ones wait for a
+        batch otherwise) and wait until one of them finishes a close, or a
+        while: True, or False if no thread is left to wait for"""
+        self._settle_starts_locked()
+        if not self._workers or self._stopping:
+            return False
+        self._work.notify_all()
+        self._roomwaiters += 1
+        try:
+            # timed: a start cut short is settled, a stop noticed
+            self._room.wait(POLL)
+        finally:
+            self._roomwaiters -= 1
+        return True
+
+    def kick(self):
+        with self._lock:
+            if self._items:
+                self._work.notify_all()
+
+    # threads ------------------------------------------------------------
+
+    def start(self, count):
+        """start threads until ``count`` run, within maxthreads.  A thread
+        the system refuses to start (a process limit in a container, little
+        address space) stops the starting: how many run"""
+        with self._lock:
+            return self._start_locked(min(count, self._maxthreads))
+
+    def _start_locked(self, count):
+        while len(self._workers) < count and not self._stopping:
+            worker = threading.Thread(
+                target=self._worker,
+                name='backgroundclose-%d' % len(self._workers),
+                daemon=True,
+            )
+            try:
+                # listed before start(): a thread that runs must be known
+                # to stop(); one that finds itself unlisted leaves at once
+                # (see _worker)
+                self._workers.append(worker)
+                worker.start()
+            except (RuntimeError, MemoryError):  # "can't start new thread"
+                self._unlist_locked(worker)
+                break
+            except BaseException:
+                # an interrupt cut start() short: the thread may run, or
+                # never will
+                self._settle_starts_locked()
+                raise
+        return len(self._workers)
+
+    def _unlist_locked(self, worker):
+        if worker in self._workers:
+            self._workers.remove(worker)
+
+    def _settle_starts_locked(self, deadline=None):
+        """forget the listed threads that never ran
+
+        A thread has an ident from the moment it runs; one still without
+        one had its start() cut short by an interrupt, either before the
+        system made it or while start() waited for it to run.  Which of
+        the two is not known from outside, so it gets START_GRACE seconds
+        (or until ``deadline``) to show up; one that shows up later finds
+        itself unlisted and returns without touching a file.
+        """
+        end = None
+        interrupted = None
+        for worker in list(self._workers):
+            while worker.ident is None:
+                # bounded, so interrupts wait until it is done: cut short,
+                # it would leave a thread listed that never runs, and
+                # whoever waits for closes would wait for it
+                try:
+                    now = time.monotonic()
+                    if end is None:
+                        end = now + self.START_GRACE
+                        if deadline is not None:
+                            end = min(end, deadline)
+                    if now >= end:
+                        self._unlist_locked(worker)
+                        break
+                    # with the lock held: the thread needs only the GIL
+                    time.sleep(0.001)
+                except (KeyboardInterrupt, SystemExit) as exc:
+                    if interrupted is None:
+                        interrupted = exc
+        if interrupted is not None:
+            raise interrupted
+
+    def _worker(self):
+        block_worker_signals()  # first: the owner thread gets Ctrl-C
+        run_as_batch_thread()
+        lock = self._lock
+        lock.acquire()
+        if threading.current_thread() not in self._workers:
+            # its start() was cut short and _settle_starts_locked() gave up
+            # on it: nobody will wait for it, so it touches nothing
+            lock.release()
+            return
+        try:
+            clock = self._clock
+            closefn = self._closefn
+            items = self._items
+            closing = self._closing
+            me = threading.get_ident()
+            # one critical section per close: account for the last close
+            # and take the next item together, so that a busy worker needs
+            # the GIL once per close
+            stat = self._book.mine()['close-background']
+            while True:
+                while not items:
+                    if self._stopping:
+                        return
+                    self._idle += 1
+                    self._work.wait()
+                    self._idle -= 1
+                target, name = items.popleft()
+                closing[me] = target
+                lock.release()
+                error = None
+                start = clock()
+                try:
+                    closefn(target)
+                except BaseException as exc:  # raised on the owner
+                    error = file_error(name, exc)
+                stat.add(clock() - start)
+                lock.acquire()
+                del closing[me]
+                self._forget_name_locked(name)
+                if error is not None:
+                    self._failures.append(error)
+                if self._roomwaiters:
+                    self._room.notify_all()
+        finally:
+            self._returned += 1
+            self._exited.notify_all()
+            lock.release()
+
+    # completion ---------------------------------------------------------
+
+    def wait(self):
+        with self._lock:
+            while self.pending:
+                if not self._wait_for_a_close_locked():
+                    return  # what is left queued, stop() drops
+
+    def wait_for(self, name):
+        queuednames = self._queuednames
+        if not queuednames or name not in queuednames:
+            return
+        with self._lock:
+            while name in queuednames:
+                if not self._wait_for_a_close_locked():
+                    return  # what is left queued, stop() drops
+
+    def has_pending_any(self):
+        return bool(self._queuednames)
+
+    def stop(self, deadline=None):
+        with self._lock:
+            self._stopping = True
+            self._work.notify_all()
+            # submitters waiting for room close their files themselves now
+            self._room.notify_all()
+            # a double interrupt can leave a start unsettled
+            self._settle_starts_locked(deadline)
+            while self._returned < len(self._workers):
+                # timed: a wait without one may not notice a signal the
+                # kernel delivered to another thread
+                left = POLL
+                if deadline is not None:
+                    left = min(left, deadline - time.monotonic())
+                    if left <= 0:
+                        return False
+                self._exited.wait(left)
+        for worker in self._workers:
+            worker.join()  # returned from _worker() already
+        # queued for threads that never ran (each start cut short by an
+        # interrupt, so the command is failing): taken back and dropped
+        # here as by any interrupt
+        items = self._items
+        while items:
+            with self._lock:
+                target, name = items.popleft()
+                self._taken_back_locked(target, name)
+            drop(target, self._closefn)
+        return True
+
+    def abandon(self):
+        """nothing to do: stop() told the threads to leave once the queue
+        is empty, and being daemons they never keep the process from
+        exiting"""
+
+    def disowned(self):
+        return _DisownedPool(self._items)
+
+
+class LanePool:
+    """The C lane (``_closelane.Lane``): descriptors only.  See the module
+    doc; the lane's own documentation says how each call waits."""
+
+    native = writes_on_threads = True
+
+    def __init__(self, maxqueue, maxthreads, batch, closefn=None,
+                 owned=None, tracknames=False, clock=None):
+        # for wait_for(), each name's latest token (the lane records it as
+        # it takes the descriptor)
+        self._latesttokens = {} if tracknames else None
+        self._lane = native.lane_module.Lane(
+            maxqueue, maxthreads, batch, owned, self._latesttokens
+        )
+        self.maxqueue = maxqueue
+        self.started = 0
+
+    @staticmethod
+    def accepts(target):
+        return type(target) is int
+
+    threads = property(lambda self: self._lane.threads)
+    queued = property(lambda self: self._lane.queued)
+    pending = property(lambda self: self._lane.pending)
+    peak = property(lambda self: self._lane.peak)
+    failed = property(lambda self: self._lane.failed)
+
+    def failures(self, start=0):
+        return [
+            FileError(
+                name,
+                OSError(code, os.strerror(code)),
+                'writing' if writing else 'closing',
+            )
+            for name, code, writing in self._lane.failures(start)
+        ]
+
+    def add_background_stats(self, stat):
+        lane = self._lane
+        if lane.closed:
+            stat.add_many(lane.closed, lane.seconds, lane.maxseconds)
+
+    def submit(self, target, name=None, data=None):
+        # waits for room without the GIL; queues and drops the descriptor
+        # from owned in one step, or raises having done neither (then it
+        # is still the caller's, in owned)
+        return self._lane.submit(target, name, data)
+
+    def holds(self, target):
+        # file objects are never handed to the lane, and a descriptor is
+        # the lane's from the step that queues it
+        return False
+
+    def kick(self):
+        self._lane.kick()
+
+    def start(self, count):
+        try:
+            running = self._lane.start(count)
+        except OSError:  # not one thread could be started
+            running = 0
+        self.started = max(self.started, running)
+        return running
+
+    def wait(self):
+        self._lane.wait()
+
+    def wait_for(self, name):
+        latest = self._latesttokens
+        if latest is None:
+            return
+        token = latest.get(name)
+        if token is None:
+            return
+        # every descriptor handed over up to the name's latest: a few more
+        # than needed at most, as the lane's queue is a FIFO
+        self._lane.wait(token)
+        if latest.get(name) == token:
+            del latest[name]
+
+    def has_pending_any(self):
+        return bool(self._latesttokens) and self._lane.pending > 0
+
+    def stop(self, deadline=None):
+        left = -1.0
+        if deadline is not None:
+            left = max(0.0, deadline - time.monotonic())
+        return self._lane.stop(left)
+
+    def abandon(self):
+        # the lane takes nothing more; its threads, detached, exit once
+        # their closes return, and the last one releases it
+        self._lane.abandon()
+
+    def disowned(self):
+        # the lane's threads and mutex are the parent's
+        return _DisownedPool(())
+
+
+class _DisownedPool:
+    """a forked child's pool: the parent's threads do not exist here, and
+    its queued files stay referenced, never finalized (a file object's
+    finalizer would flush its buffer into the file the child shares with
+    the parent).  Takes nothing: the child closes inline."""
+
+    native = writes_on_threads = False
+    threads = started = queued = pending = peak = failed = 0
+
+    def __init__(self, parentitems):
+        self._parentitems = parentitems
+
+    @staticmethod
+    def accepts(target):
+        return False
+
+    def failures(self, start=0):
+        return []
+
+    def add_background_stats(self, stat):
+        pass
+
+    def submit(self, target, name=None, data=None):
+        raise RuntimeError('a forked child hands nothing over')
+
+    def holds(self, target):
+        return False
+
+    def start(self, count):
+        return 0
+
+    def kick(self):
+        pass
+
+    def wait(self):
+        pass
+
+    def wait_for(self, name):
+        pass
+
+    def has_pending_any(self):
+        return False
+
+    def stop(self, deadline=None):
+        return True
+
+    def abandon(self):
+        pass
+
+    def disowned(self):
+        return self
+
+
+def make_pool(native_wanted, maxqueue, maxthreads, closefn, owned,
+              tracknames, clock):
+    """the C lane where asked for and built, else Python threads"""
+    if native_wanted and native.lane_module is not None:
+        # a wake-up costs the submitter a system call and its thread a
+        # switch, where a thread that finds work as its close returns costs
+        # nothing: the lane wakes its threads for a batch, at most a
+        # quarter of the queue (a small one would fill first)
+        batch = max(1, min(LANE_BATCH, maxqueue // 4))
+        return LanePool(maxqueue, maxthreads, batch, closefn, owned,
+                        tracknames, clock)
+    return PythonPool(maxqueue, maxthreads, BATCH, closefn, owned,
+                      tracknames, clock)

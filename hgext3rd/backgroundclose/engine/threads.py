@@ -1,0 +1,107 @@
+# threads.py - the engine's threads: signals, scheduling, CPU measures
+#
+# Copyright 2026 hg-backgroundclose contributors
+#
+# This software may be used and distributed according to the terms of the
+# GNU General Public License version 2 or any later version.
+"""Helpers for the engine's threads: the signals they block, the scheduling
+they ask for, and how a close's time splits into CPU and waiting.
+See docs/design.rst."""
+
+import os
+import signal
+import sys
+import time
+
+# signals a worker thread blocks, so that the kernel delivers a Ctrl-C to
+# the main thread, where it interrupts whatever waits there (and never a
+# close in progress on a worker)
+if hasattr(signal, 'pthread_sigmask'):
+    # the asynchronous ones: a fault (SIGSEGV, SIGBUS) must still reach the
+    # thread that faults, and faulthandler report it
+    _WORKER_BLOCKS = {
+        getattr(signal, name)
+        for name in ('SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT', 'SIGALRM',
+                     'SIGUSR1', 'SIGUSR2', 'SIGCHLD', 'SIGWINCH', 'SIGPIPE')
+        if hasattr(signal, name)
+    }
+else:  # Windows: Ctrl-C reaches the main thread's waits anyway
+    _WORKER_BLOCKS = None
+
+
+def block_worker_signals():
+    """called first on a thread of the closer's: a Ctrl-C then goes to the
+    main thread, never to a close in progress here"""
+    if _WORKER_BLOCKS is not None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, _WORKER_BLOCKS)
+
+
+def run_as_batch_thread():
+    """make the calling thread a batch thread (Linux), as the C lane's
+    threads make themselves: a thread woken as its close returns then does
+    not preempt the writer, and keeps its fair share of the CPU.  Only from
+    the default policy (one chosen with chrt stays); refused, the thread
+    runs as it was made."""
+    batch = getattr(os, 'SCHED_BATCH', None)
+    # Linux only: elsewhere 0 may stand for the whole process.  Checked in
+    # full: a thread that raised here would never reach the lock, and
+    # finish() would wait for it forever
+    if (
+        batch is None
+        or not sys.platform.startswith('linux')
+        or not hasattr(os, 'sched_setscheduler')
+        or not hasattr(os, 'sched_getscheduler')
+    ):
+        return
+    try:
+        # 0: the calling thread, not the process (Linux)
+        if os.sched_getscheduler(0) == os.SCHED_OTHER:
+            os.sched_setscheduler(0, batch, os.sched_param(0))
+    except OSError:
+        pass
+
+
+# CPU time of the calling thread (a scan on close burns it, a wait does not)
+_thread_time = time.thread_time
+
+try:
+    import resource
+
+    _RUSAGE_THREAD = getattr(resource, 'RUSAGE_THREAD', None)
+except ImportError:  # Windows
+    _RUSAGE_THREAD = None
+
+
+def slept(since=None):
+    """the calling thread's voluntary context switches (it slept in the
+    kernel: a file system round trip), or with ``since``, whether it
+    slept since that count; None where the system does not tell (then
+    wall less CPU time stands for waiting).  A thread that only waited for
+    a core on a busy machine was switched out involuntarily: no wait of
+    the file system's."""
+    if _RUSAGE_THREAD is None:
+        return None
+    count = resource.getrusage(_RUSAGE_THREAD).ru_nvcsw
+    if since is None:
+        return count
+    return count > since
+
+
+def cpu_mark():
+    """where the calling thread stands, for cpu_demand(): its CPU time and
+    its voluntary context switches so far"""
+    return _thread_time(), slept()
+
+
+def cpu_demand(mark, wall):
+    """of a step that took ``wall`` seconds since ``mark`` (cpu_mark()) on
+    the calling thread, the seconds it wanted a CPU: its CPU time, or all
+    of ``wall`` if it never slept meanwhile (the rest was a wait for a core
+    on a busy machine, not for the file system).  Waiting to take the GIL
+    back also counts as sleeping: with Python threads running, only the
+    CPU time tells."""
+    cpustart, sleeps = mark
+    cpu = _thread_time() - cpustart
+    if sleeps is not None and not slept(sleeps):
+        return wall
+    return cpu
