@@ -142,9 +142,12 @@ class PythonPool:
 
     @property
     def threads(self):
-        return len(self._workers)
+        return len(self._workers) - self._returned
 
-    started = threads  # threads are listed once started, never dropped
+    @property
+    def started(self):
+        # threads are listed once started, never dropped
+        return len(self._workers)
 
     @property
     def queued(self):
