@@ -201,6 +201,34 @@ def test_errors_recorded_by_other_threads_raised_on_owner():
     assert str(caught.value) == 'error writing w: full'
 
 
+@pytest.mark.parametrize('native', [False, True], ids=['python', 'lane'])
+def test_data_is_written_once_by_whichever_writes_it(tmp_path, native):
+    # the Python threads only close: the closer writes the data on the
+    # calling thread, also for the hand-overs made without asking, and a
+    # failed write is raised there, the file closed; the lane's threads
+    # write it themselves
+    if native and not closermod.native_available():
+        pytest.skip('the C lane is not built here')
+    owned = set()
+    paths = [str(tmp_path / ('f%d' % i)) for i in range(200)]
+    with Closer(policy=closermod.BACKGROUND, native=native, owned=owned,
+                fdroom=None, sample=closermod.SAMPLE) as closer:
+        assert closer.native == native
+        for path in paths:
+            fd = closer.open_owned(path, os.O_WRONLY | os.O_CREAT)
+            closer.close(fd, path, b'once')
+        if not native:  # the lane's failed writes: tests/test_pools.py
+            readonly = closer.open_owned(os.devnull, os.O_RDONLY)
+            with pytest.raises(closermod.FileError) as caught:
+                closer.close(readonly, 'ro', b'x')
+            assert caught.value.action == 'writing'
+            assert readonly not in owned
+    for path in paths:
+        with open(path, 'rb') as fp:
+            assert fp.read() == b'once'
+    assert owned == set()
+
+
 @pytest.mark.skipif(
     not (hasattr(os, 'SCHED_BATCH') and sys.platform.startswith('linux')),
     reason='batch scheduling is Linux only')

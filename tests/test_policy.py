@@ -561,3 +561,21 @@ def test_a_probe_against_a_dear_hand_over_ends_only_once_it_is_decided():
     taken = probe_closes(policy, [250e-6, 250e-6, 50e-6])
     assert taken == Policy.PROBE_LENGTH
     assert policy.mode == policymod.INLINE  # a mean of 100 us
+
+
+def test_a_skip_follows_each_full_sample_that_found_closes_cheap():
+    schedule = policymod.SkipSchedule()
+    ends = [schedule.sampled_one() for _ in range(3 * schedule.SAMPLE)]
+    # every SAMPLE-th file completes a sample, and only those
+    assert [i for i, end in enumerate(ends) if end] == [
+        schedule.SAMPLE * n - 1 for n in (1, 2, 3)
+    ]
+
+
+def test_skips_double_up_to_a_bound_and_start_over_after_a_dear_sample():
+    schedule = policymod.SkipSchedule()
+    skip = schedule.SKIP
+    cheap = [schedule.next_skip(True) for _ in range(6)]
+    assert cheap == [skip, skip * 2, skip * 4, skip * 8, skip * 8, skip * 8]
+    assert schedule.next_skip(False) == 0  # closes dear: no skip
+    assert schedule.next_skip(True) == skip  # and the doubling starts over

@@ -259,7 +259,7 @@ def sample_skip_sample(repo, fmt):
     """a stream apply of a sample, a skip and a sample of files, whose
     bytes are checked (those of the files left to core count too):
     (session, sample, skip, count)"""
-    sample, skip = sessionmod.Session.SAMPLE, sessionmod.Session.SKIP
+    sample, skip = policymod.SkipSchedule.SAMPLE, policymod.SkipSchedule.SKIP
     count = sample + skip + sample
     session = streamapply.ApplySession(
         repo, fmt, expectedbytes=stream_bytes(count)
@@ -372,7 +372,7 @@ def test_files_copied_without_filechunkiter_are_never_left_to_core(
     # begins
     repo = cheap_closes_repo
     session = streamapply.ApplySession(repo, b'v3')
-    count = sessionmod.Session.SAMPLE * 3
+    count = policymod.SkipSchedule.SAMPLE * 3
     kinds = []
 
     def consume():
@@ -393,7 +393,7 @@ def test_files_copied_without_filechunkiter_are_never_left_to_core(
 
 def test_the_bytes_of_files_left_to_core_are_checked(cheap_closes_repo):
     repo = cheap_closes_repo
-    count = sessionmod.Session.SAMPLE * 2
+    count = policymod.SkipSchedule.SAMPLE * 2
     session = streamapply.ApplySession(
         repo, b'v3', expectedbytes=stream_bytes(count) + 1
     )
@@ -411,7 +411,7 @@ def v2_through_the_vfs(cheap_closes_repo, monkeypatch):
     (files written through the vfs), and the files of its stream: one
     sample through the session, then as many left to core"""
     monkeypatch.setattr(streamapply.compat, 'HAS_WRITE_FILES', False)
-    count = sessionmod.Session.SAMPLE * 2
+    count = policymod.SkipSchedule.SAMPLE * 2
     files = [(b'data/f%d.i' % n, len(b'%d' % n)) for n in range(count)]
     data = b''.join(b'%d' % n for n in range(count))
     session = streamapply.ApplySession(
@@ -495,7 +495,7 @@ def test_core_s_v2_consumer_declares_the_sizes_of_files_left_to_core(
     cheap_closes_repo, monkeypatch
 ):
     repo = cheap_closes_repo
-    count = sessionmod.Session.SAMPLE * 2
+    count = policymod.SkipSchedule.SAMPLE * 2
     # the sample's files are the session's own, then the rest left to core
     left = [repo.svfs.join(b'data/f%d.i' % n)
             for n in range(count // 2, count)]
@@ -515,7 +515,7 @@ def test_core_s_v2_consumer_cut_inside_a_last_file_left_to_core_aborts(
     cheap_closes_repo, monkeypatch
 ):
     repo = cheap_closes_repo
-    count = sessionmod.Session.SAMPLE * 2
+    count = policymod.SkipSchedule.SAMPLE * 2
     leftto = calls_of(monkeypatch, streamapply.ApplySession, 'core_opened')
     with pytest.raises(error.Abort) as caught:
         v2_consumed(repo, count, cut=1)
@@ -893,8 +893,8 @@ def test_each_cheap_sample_doubles_the_next_skip_up_to_a_bound(
     # still noticed within SKIP << DOUBLINGS opens
     repo = cheap_closes_repo
     session = streamapply.ApplySession(repo, b'v3')
-    session.SAMPLE, session.SKIP = 4, 16
-    assert session.DOUBLINGS == 3
+    session.schedule.SAMPLE, session.schedule.SKIP = 4, 16
+    assert session.schedule.DOUBLINGS == 3
     skips = [16, 32, 64, 128, 128]
     count = sum(skips) + 4 * (len(skips) + 1)
     runs = skips_while(repo, session, count, lambda number: True)
@@ -911,7 +911,7 @@ def test_a_sample_that_finds_closes_dear_starts_the_skips_over(
 ):
     repo = cheap_closes_repo
     session = streamapply.ApplySession(repo, b'v3')
-    session.SAMPLE, session.SKIP = 4, 16
+    session.schedule.SAMPLE, session.schedule.SKIP = 4, 16
     # files 0-3 sampled, 4-19 skipped, 20-23 sampled, 24-55 skipped: the
     # sample of files 56-59 finds closes dear, the next one cheap again
     dear = range(56, 60)
@@ -1006,8 +1006,8 @@ def test_stream_v2_leaves_whole_skips_to_core_s_own_writer(
 
     repo = cheap_closes_repo
     core_s_prepare = vfsmod.abstractvfs.prepare_streamed_file
-    sample, skip = sessionmod.Session.SAMPLE, 8
-    monkeypatch.setattr(sessionmod.Session, 'SKIP', skip)
+    sample, skip = policymod.SkipSchedule.SAMPLE, 8
+    monkeypatch.setattr(policymod.SkipSchedule, 'SKIP', skip)
     # a sample, a skip, a sample, a skip twice as long, cut short by the
     # stream's end
     count = sample * 2 + skip + skip
@@ -1044,8 +1044,8 @@ def test_core_s_v2_writer_cut_inside_the_last_file_aborts(
     cheap_closes_repo, monkeypatch, where
 ):
     repo = cheap_closes_repo
-    sample = sessionmod.Session.SAMPLE
-    monkeypatch.setattr(sessionmod.Session, 'SKIP', 8)
+    sample = policymod.SkipSchedule.SAMPLE
+    monkeypatch.setattr(policymod.SkipSchedule, 'SKIP', 8)
     # the stream ends four files into a skip of 8, or with the first file
     # of the sample after it
     count = sample + (4 if where == 'inside a skip' else 8 + 1)
@@ -1076,8 +1076,8 @@ def test_a_journaled_stream_v2_registers_the_files_of_its_skips(
         (b'backgroundclosewrites', b'no'),
         (b'backgroundclosejournal', b'yes'),
     ])
-    monkeypatch.setattr(sessionmod.Session, 'SKIP', 8)
-    count = sessionmod.Session.SAMPLE * 2
+    monkeypatch.setattr(policymod.SkipSchedule, 'SKIP', 8)
+    count = policymod.SkipSchedule.SAMPLE * 2
     sessions = sessions_made(monkeypatch)
     core = core_s_writes(monkeypatch)
     # the transaction's abort alone removes the files
@@ -1179,8 +1179,8 @@ def test_stream_v2_leaves_no_file_to_core_on_core_s_writer_threads(
     repo.ui.setconfig(b'worker',
                       b'parallel-stream-bundle-processing.num-writer', b'2',
                       b'test')
-    monkeypatch.setattr(sessionmod.Session, 'SKIP', 8)
-    count = sessionmod.Session.SAMPLE * 3
+    monkeypatch.setattr(policymod.SkipSchedule, 'SKIP', 8)
+    count = policymod.SkipSchedule.SAMPLE * 3
     sessions = sessions_made(monkeypatch)
     prepared = prepares_of(monkeypatch)
     failures = calls_of(monkeypatch, closermod.Closer, 'raise_failure')
@@ -1209,8 +1209,8 @@ def test_a_stream_v2_read_that_fails_is_not_a_write_of_the_file(
     # own, whichever way the file is written, even with an errno a write
     # may fail with
     repo = cheap_closes_repo
-    monkeypatch.setattr(sessionmod.Session, 'SKIP', 8)
-    sample = sessionmod.Session.SAMPLE
+    monkeypatch.setattr(policymod.SkipSchedule, 'SKIP', 8)
+    sample = policymod.SkipSchedule.SAMPLE
     failing = 3 if file == 'sampled' else sample + 3
     files = v2_files(sample * 2)
     payload = streamcraft.v2_payload([(b's', n, d) for n, d in files])
@@ -1249,7 +1249,7 @@ def test_no_file_is_left_to_core_where_the_session_needs_them(
     repo.ui.setconfig(b'worker', setting[0], setting[1], b'test')
     repo.ui.pushbuffer()
     session = streamapply.ApplySession(repo, b'v3')
-    count = sessionmod.Session.SAMPLE * 2
+    count = policymod.SkipSchedule.SAMPLE * 2
     # opens measured after more than this stream's files, whatever one
     # slow open on a loaded machine makes the policy time
     monkeypatch.setattr(policymod.WritePolicy, 'FIRST', count + 1)
@@ -1317,8 +1317,8 @@ def test_a_file_left_to_core_that_fails_is_named(
     from mercurial import streamclone
 
     repo = cheap_closes_repo
-    sample, skip = sessionmod.Session.SAMPLE, 8
-    monkeypatch.setattr(sessionmod.Session, 'SKIP', skip)
+    sample, skip = policymod.SkipSchedule.SAMPLE, 8
+    monkeypatch.setattr(policymod.SkipSchedule, 'SKIP', skip)
     count = sample * 2 + skip
     failing = sample + (skip // 2 if position == 'inside' else skip - 1)
     files = [(b'data/f%d.i' % n, b'%d' % n) for n in range(count)]
@@ -1490,8 +1490,8 @@ def test_a_changegroup_step_leaves_whole_revlogs_to_core_while_cheap(
 
     repo = cheap_closes_repo
     unpacker, names = changegroup_of_files(tmp_path, 60)
-    monkeypatch.setattr(revlogwrite.RevlogSession, 'SAMPLE', 4)
-    monkeypatch.setattr(revlogwrite.RevlogSession, 'SKIP', 8)
+    monkeypatch.setattr(policymod.SkipSchedule, 'SAMPLE', 4)
+    monkeypatch.setattr(policymod.SkipSchedule, 'SKIP', 8)
     cores_call = vfsmod.vfs.__call__
     groups = []  # each group's name, and whether core alone opens it
 
@@ -1638,8 +1638,8 @@ def test_an_interrupt_as_core_s_writer_opens_a_file_left_to_core_leaks_nothing(
     # finally could close it; a profile function raising on the call's
     # return does the same
     repo = cheap_closes_repo
-    monkeypatch.setattr(sessionmod.Session, 'SKIP', 8)
-    sample = sessionmod.Session.SAMPLE
+    monkeypatch.setattr(policymod.SkipSchedule, 'SKIP', 8)
+    sample = policymod.SkipSchedule.SAMPLE
     count = sample + 8
     target = repo.store.rawvfs.join(b'data/f%d.i' % (sample + 3))
     core = core_s_writes(monkeypatch)
@@ -1679,8 +1679,8 @@ def test_a_stream_v2_whose_file_count_is_not_told_leaves_no_file_to_core(
     if journaled:
         repo.ui.setconfig(b'worker', b'backgroundclosejournal', b'yes',
                           b'test')
-    monkeypatch.setattr(sessionmod.Session, 'SKIP', 8)
-    count = sessionmod.Session.SAMPLE + 8
+    monkeypatch.setattr(policymod.SkipSchedule, 'SKIP', 8)
+    count = policymod.SkipSchedule.SAMPLE + 8
     files = v2_files(count)
     payload = streamcraft.v2_payload([(b's', n, d) for n, d in files])
     sessions = sessions_made(monkeypatch)

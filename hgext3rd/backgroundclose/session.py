@@ -32,47 +32,31 @@ from . import (
     seams,
     settings,
 )
+from .engine import policy as policymod
 
 
 class Session:
     """the closer of one seam's writes, and how to end it
 
-    When closes are cheap the closer closes inline, and what is left of
-    the session's cost is the wrapping itself: a few microseconds per
-    file, 10 to 15% of a stream apply on a fast file system.  So while
-    the closer closes inline, has nothing pending and measures closes well
-    below its threshold (and ``may_skip()`` agrees), the session leaves
-    the next ``SKIP`` files to core (``leave_to_core()``): untouched, or
-    for stream v2 from Mercurial 7.0 on, handed to core's own writer
-    (journaled: written by the session as core would).  It
-    then takes the files of the next ``SAMPLE`` closes through its own
-    path again to measure anew.  Each sample after which files may be left
-    to core again doubles the next skip, up to ``SKIP << DOUBLINGS`` files;
-    any other sample (closes not cheap, or ``may_skip()`` refusing) starts
-    over from ``SKIP``.  A file system that turns slow is noticed within
-    one skip: 1,024 files at first, 8,192 at most, each one close left to
-    core.  (A stream's files are opened once each; a changegroup step
-    counts revlogs, each opened two or three times, more when split.)
+    While closes are cheap, the session leaves whole runs of files to
+    core (``leave_to_core()``), when its ``SkipSchedule`` (engine/policy.py)
+    says so and ``may_skip()`` agrees: untouched, or for stream v2 from
+    Mercurial 7.0 on, handed to core's own writer (journaled: written by
+    the session as core would).
 
     A session given an ``openseam``, the wrapper its own files open
     through (``vfs.__call__``), puts it in place itself (``wrap()``) and
     takes it away for the length of a skip: the files left to core then
-    open through core alone.  The seam's session
-    ends the skip with ``skip_ends()``: once it counted them on a call
-    core makes once a file, or once core's stream v2 writer, handed the
-    skip's files, returns.  Taking a wrapper away rebuilds the chain of any wrapper
+    open through core alone.  The seam's session ends the skip with
+    ``skip_ends()``: once it counted them on a call core makes once a
+    file, or once core's stream v2 writer, handed the skip's files,
+    returns.  Taking a wrapper away rebuilds the chain of any wrapper
     another extension put on top of it since
     (``extensions.unwrapfunction``), twice a skip.
     """
 
     # names the files in the --debug line
     what = b'file'
-    SAMPLE = 32
-    SKIP = 1024
-    # a sample takes its files through the session's own path, dearer
-    # than core's: one file in 33 while each skip is 1,024 files, one in
-    # 257 once skips are 8,192
-    DOUBLINGS = 3
 
     def __init__(self, ui, expectedcount=-1, tracknames=False,
                  openseam=None, timeall=False):
@@ -99,8 +83,7 @@ class Session:
         # reaches them
         self.skipping = 0
         self.skipped = 0
-        self._sampled = 0  # closes in the current sample
-        self._cheapsamples = 0  # samples in a row that found closes cheap
+        self.schedule = policymod.SkipSchedule()
         # the open wrapper taken away during skips, and whether it is away
         self._openseam = (
             None if openseam is None
@@ -123,17 +106,14 @@ class Session:
 
     def closed_one(self):
         """a file of the session was handed to the closer"""
-        self._sampled += 1
-        if self._sampled < self.SAMPLE:
+        schedule = self.schedule
+        if not schedule.sampled_one():
             return
-        self._sampled = 0
-        if self.closer.closes_cheap and self.may_skip():
-            self.skipping = self.SKIP << min(self._cheapsamples,
-                                             self.DOUBLINGS)
-            self._cheapsamples += 1
+        self.skipping = schedule.next_skip(
+            self.closer.closes_cheap and self.may_skip()
+        )
+        if self.skipping:
             self.skip_begins()
-        else:
-            self._cheapsamples = 0
 
     def skip_begins(self):
         """the next ``skipping`` files are left to core: the session takes

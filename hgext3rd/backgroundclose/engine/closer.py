@@ -42,6 +42,7 @@ from .descriptors import (
     close_target,
     descriptor_room,
     open_owned,
+    write_into,
 )
 from .policy import ADAPTIVE
 from .stats import StatsBook, stat_clock
@@ -173,6 +174,9 @@ class Closer:
             native, maxqueue, self._policy.maxthreads, self._closefn,
             owned, tracknames, clock,
         )
+        # whether the pool's threads write the data handed over with a
+        # descriptor (else the closer writes it, before the hand-over)
+        self._poolwrites = self._pool.writes_on_threads
         # whether any file was handed over: until then the pool has no
         # failure to ask about
         self._handedany = False
@@ -280,6 +284,7 @@ class Closer:
         if (
             self._routine
             and type(target) is int
+            and (data is None or self._poolwrites)
             and not self._stopping
             and not self._shared
             and threading.get_ident() == self._owner
@@ -348,7 +353,7 @@ class Closer:
                         stat.add(self._clock() - start)
         else:
             if data is not None:
-                pools.write_into(target, name, data, self._closefn)
+                write_into(target, name, data, self._closefn)
             self._close_inline(target, name, self._clock(), False)
             self._untimed = self._policy.sample_every - 1
         if (
@@ -371,10 +376,10 @@ class Closer:
 
     def _submit(self, target, name, data=None):
         pool = self._pool
-        if data is not None and not pool.writes_on_threads:
+        if data is not None and not self._poolwrites:
             # written on this thread, before the hand-over is timed: the
             # policy weighs what handing over costs, not the write
-            pools.write_into(target, name, data, self._closefn)
+            write_into(target, name, data, self._closefn)
             data = None
         start = self._clock()
         probing = False
@@ -389,7 +394,7 @@ class Closer:
                 return
             probing = outcome is _PROBE
         if data is not None:
-            pools.write_into(target, name, data, self._closefn)
+            write_into(target, name, data, self._closefn)
         self._close_inline(target, name, start, probing)
 
     def _end_routine(self, cut=False):
@@ -463,8 +468,8 @@ class Closer:
         ``start``: when close() began."""
         try:
             asked = self._ask(threading.get_ident() == self._owner)
-            if asked is None:
-                return _PROBE
+            if type(asked) is str:
+                return asked  # _PROBE or _INLINE
             stands, granted = asked
             # from here on, the pool may hold failures to raise
             self._handedany = True
@@ -507,10 +512,11 @@ class Closer:
 
     def _ask(self, owner):
         """count a file about to be handed over (and the hand-overs made
-        without asking before it), sizing the pool at every window: None
-        if the policy wants it closed inline for a probe, else what its
-        hand-over time stands for and how many hand-overs may follow
-        without asking.  ``owner``: the submitter made the closer."""
+        without asking before it), sizing the pool at every window:
+        _PROBE if the policy wants it closed inline for a probe, _INLINE
+        if closing went back inline meanwhile, else what its hand-over
+        time stands for and how many hand-overs may follow without asking.
+        ``owner``: the submitter made the closer."""
         with self._lock:
             policy = self._policy
             routine = 0
@@ -527,10 +533,16 @@ class Closer:
             # what this file's hand-over time stands for in the estimate
             stands = 1 if self._routinecut else routine + 1
             self._routinecut = False
+            if not policy.background or self._stopping:
+                # read unlocked by close(): meanwhile a probe sent closing
+                # back inline, or the closer stopped.  Closed here, below
+                if routine:
+                    self._account_locked(routine)
+                return _INLINE
             if policy.take_probe():
                 if routine:
                     self._account_locked(routine)
-                return None
+                return _PROBE
             self._account_locked(routine + 1)
             granted = 0
             if owner and not self._shared:
@@ -606,6 +618,9 @@ class Closer:
 
     def record(self, error):
         """keep ``error`` (a FileError) to be raised on the owner thread"""
+        # after the pool's failures so far: the first to happen is the one
+        # raised
+        self._collect_failures()
         with self._lock:
             self._errors.append(error)
 
@@ -740,6 +755,7 @@ class Closer:
         self._lock = threading.Lock()
         self._book.disown()
         self._pool = self._pool.disowned()
+        self._poolwrites = self._pool.writes_on_threads
         self._poolfailures = 0
         self._handedany = False
         # the parent's failures are the parent's to raise

@@ -127,6 +127,16 @@ def write_all(fd, data):
     return size
 
 
+def write_into(fd, name, data, closefn):
+    """write ``data`` into ``fd`` on this thread; if that fails, close it
+    all the same (with ``closefn``) and raise a FileError ('writing')"""
+    try:
+        write_all(fd, data)
+    except Exception as exc:
+        close_quietly(fd, closefn)
+        raise FileError(name, exc, 'writing') from exc
+
+
 def close_elsewhere(fds):
     """close the descriptors ``fds`` (a list, now the callee's) on a thread
     of their own, which ends once they are closed: after closes were left

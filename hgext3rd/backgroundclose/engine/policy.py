@@ -565,3 +565,51 @@ class WritePolicy:
             self.deferring = True
             return True
         return False
+
+
+class SkipSchedule:
+    """when a seam leaves whole runs of files to core, untouched
+
+    While closes are cheap, what is left of a session's cost is its
+    wrapping, a few microseconds a file: so after each ``SAMPLE`` files
+    the seam took through its own path, if closes measured cheap and the
+    seam may leave files to core, the next ``SKIP`` files are left to core
+    (``skip`` files, counted down by the seam), then another sample is
+    taken.  Each sample after which files may be left to core again
+    doubles the next skip, up to ``SKIP << DOUBLINGS`` files; any other
+    sample starts over from ``SKIP``.  A file system that turns slow is
+    noticed within one skip: 1,024 files at first, 8,192 at most.  (A
+    stream's files are opened once each; a changegroup step counts
+    revlogs, each opened two or three times, more when split.)
+    """
+
+    SAMPLE = 32
+    SKIP = 1024
+    # a sample takes its files through the session's own path, dearer
+    # than core's: one file in 33 while each skip is 1,024 files, one in
+    # 257 once skips are 8,192
+    DOUBLINGS = 3
+
+    def __init__(self):
+        self._sampled = 0  # files of the current sample
+        self._cheapsamples = 0  # samples in a row that found closes cheap
+
+    def sampled_one(self):
+        """one more file of the sample went through the seam: whether the
+        sample is complete (then ask ``next_skip``)"""
+        self._sampled += 1
+        if self._sampled < self.SAMPLE:
+            return False
+        self._sampled = 0
+        return True
+
+    def next_skip(self, cheap):
+        """a sample is complete: how many files to leave to core now (0:
+        none, take the next sample); ``cheap``: closes measured cheap and
+        the seam may leave files to core"""
+        if not cheap:
+            self._cheapsamples = 0
+            return 0
+        skip = self.SKIP << min(self._cheapsamples, self.DOUBLINGS)
+        self._cheapsamples += 1
+        return skip

@@ -19,15 +19,20 @@ The interface, which both implement:
 ``accepts(target)``
     whether the pool can close ``target`` (else it is closed inline)
 ``submit(target, name, data)``
-    write ``data`` (if any) into the descriptor, then hand it over: wait
+    hand ``target`` over, ``data`` (only for a pool that
+    ``writes_on_threads``) to be written into the descriptor first: wait
     for room, queue it and drop it from ``owned`` in one step.  Returns
     whether the pool is full now.  Raises ``RuntimeError`` having done
     nothing when it takes no more files (stopped, or no thread runs): the
     caller closes it.  Interrupted while it waits for room, the file is
-    the caller's again: a descriptor back in ``owned`` where there is
-    one, anything else closed (or discarded) by the pool.
+    the caller's again: a descriptor in ``owned`` (a seam always passes
+    one: without it the pool may leave the descriptor open, as the lane
+    cannot tell an interrupt before the hand-over from one just after),
+    a file object closed (or discarded) by the pool.
 ``start(count)``
     start threads until ``count`` run: how many run
+``holds(target)``
+    whether ``target`` was handed over and is not closed yet
 ``threads``, ``started``, ``queued``, ``pending``, ``peak``
     threads running now, the most ever running, files queued, files
     handed over and not closed, the most ever pending
@@ -40,16 +45,19 @@ The interface, which both implement:
 ``kick()``
     no more files may come for a while: close those queued now
 ``stop(deadline)``
-    take no more files, wait until all are closed, join the threads:
-    True, or False once ``deadline`` (``time.monotonic()``) passed, with
-    nothing stopped (call again, or ``abandon()``)
+    wait until every file handed over is closed, then join the threads:
+    True, or False once ``deadline`` (``time.monotonic()``) passed, the
+    threads still running (call again, or ``abandon()``).  The caller
+    submits nothing more once it called stop(); a submitter still waiting
+    for room gets ``RuntimeError``.
 ``abandon()``
     leave closes that hang to the threads, which exit once they return
 ``add_background_stats(stat)``
     add the time the threads spent closing to the ``OpStat`` ``stat``
 ``disowned()``
-    in a forked child: a pool that holds nothing of the parent's and
-    takes no file
+    in a forked child: a pool that takes no file, and that never
+    touches what the parent's pool held (it only keeps the parent's
+    queued file objects from being finalized in the child)
 """
 
 import collections
@@ -62,7 +70,6 @@ from .descriptors import (
     FileError,
     close_quietly,
     file_error,
-    write_all,
 )
 from .stats import StatsBook
 from .threads import block_worker_signals, run_as_batch_thread
@@ -73,16 +80,6 @@ POLL = 0.1
 BATCH = 4
 # the same for a parked C lane thread (see make_pool)
 LANE_BATCH = 32
-
-
-def write_into(fd, name, data, closefn):
-    """write ``data`` into ``fd`` on this thread; if that fails, close it
-    all the same (with ``closefn``) and raise a FileError ('writing')"""
-    try:
-        write_all(fd, data)
-    except Exception as exc:
-        close_quietly(fd, closefn)
-        raise FileError(name, exc, 'writing') from exc
 
 
 def drop(target, closefn):
@@ -146,7 +143,8 @@ class PythonPool:
 
     @property
     def started(self):
-        # threads are listed once started, never dropped
+        # a thread stays listed once it ran (only one whose start was cut
+        # short is dropped), and returns only once the pool stops
         return len(self._workers)
 
     @property
@@ -172,8 +170,8 @@ class PythonPool:
 
     def submit(self, target, name=None, data=None):
         if data is not None:
-            # Python threads only close: written here, before queueing
-            write_into(target, name, data, self._closefn)
+            # the closer writes it first (writes_on_threads is False)
+            raise ValueError('Python threads do not write data')
         handed = False
         try:
             with self._lock:
@@ -187,8 +185,12 @@ class PythonPool:
                         and self._items
                         and self._items[-1][0] is target
                     ):
-                        self._items.pop()
+                        # owned again first: a second interrupt after it
+                        # leaves the descriptor queued and owned, closed
+                        # once by whichever closes it first (each closes
+                        # it with close_owned, forgetting it in one step)
                         self._taken_back_locked(target, name)
+                        self._items.pop()
                     raise
         except BaseException as exc:
             if not handed and not isinstance(exc, RuntimeError):
@@ -297,7 +299,7 @@ class PythonPool:
             return self._start_locked(min(count, self._maxthreads))
 
     def _start_locked(self, count):
-        while len(self._workers) < count and not self._stopping:
+        while self.threads < count and not self._stopping:
             worker = threading.Thread(
                 target=self._worker,
                 name='backgroundclose-%d' % len(self._workers),
@@ -317,7 +319,7 @@ class PythonPool:
                 # never will
                 self._settle_starts_locked()
                 raise
-        return len(self._workers)
+        return self.threads
 
     def _unlist_locked(self, worker):
         if worker in self._workers:
