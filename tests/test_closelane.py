@@ -769,12 +769,12 @@ def test_a_hand_over_made_without_asking_never_waits_for_room(
 
         with closer:
             closer.start()
-            watched = closer._pool = Watched(closer._pool)
+            watched = closer._queue = Watched(closer._queue)
             for i in range(48):
                 fd = closer.open_owned(os.path.join(%r, 'f%%d' %% i),
                                        os.O_WRONLY | os.O_CREAT)
                 closer.close(fd, 'f%%d' %% i)
-            closer._pool = watched._lane
+            closer._queue = watched._lane
         print('routine:', watched.calls['close'] > 0)
         print('routine found it full:', watched.full['close'])
         print('asking found it full:', watched.full['_hand_over'] > 0)

@@ -174,6 +174,8 @@ class Closer:
             native, maxqueue, self._policy.maxthreads, self._closefn,
             owned, tracknames, clock,
         )
+        # what takes the files, for the hand-overs made without asking
+        self._queue = self._pool.queue
         # whether the pool's threads write the data handed over with a
         # descriptor (else the closer writes it, before the hand-over)
         self._poolwrites = self._pool.writes_on_threads
@@ -292,7 +294,7 @@ class Closer:
             # most descriptors once the pool is in use: nothing to decide,
             # so none of the policy's calls, lock or clock (see _hand_over)
             try:
-                full = self._pool.submit(target, name, data)
+                full = self._queue.submit(target, name, data)
             except RuntimeError:
                 # the pool stopped meanwhile (finish() on another thread):
                 # the long way below closes it here
@@ -307,7 +309,7 @@ class Closer:
                 # the check at the end of close(), inline here: this path
                 # is the one most files take while the pool is in use
                 if (
-                    self._pool.failed != self._poolfailures
+                    self._queue.failed != self._poolfailures
                     or self._raised < len(self._errors)
                 ):
                     self.raise_failure()
@@ -357,7 +359,7 @@ class Closer:
             self._close_inline(target, name, self._clock(), False)
             self._untimed = self._policy.sample_every - 1
         if (
-            self._handedany and self._pool.failed != self._poolfailures
+            self._handedany and self._queue.failed != self._poolfailures
         ) or self._raised < len(self._errors):
             self.raise_failure()
 
@@ -489,7 +491,7 @@ class Closer:
             raise
         began = self._clock()
         try:
-            full = pool.submit(target, name, data)
+            full = self._queue.submit(target, name, data)
         except RuntimeError:
             # the pool takes no more (finish() on another thread, or no
             # thread could be started)
@@ -755,6 +757,7 @@ class Closer:
         self._lock = threading.Lock()
         self._book.disown()
         self._pool = self._pool.disowned()
+        self._queue = self._pool.queue
         self._poolwrites = self._pool.writes_on_threads
         self._poolfailures = 0
         self._handedany = False

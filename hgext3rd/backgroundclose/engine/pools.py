@@ -12,6 +12,10 @@ counts and stops.  See docs/design.rst, "The pools".
 
 The interface, which both implement:
 
+``queue``
+    what takes the files: an object with this ``submit`` and ``failed``
+    (the pool itself, or the C lane's own object, so that the closer's
+    most frequent calls reach C without a Python frame between)
 ``native``, ``writes_on_threads``
     whether its threads never take the GIL, and whether they write the
     data handed over with a descriptor (else ``submit`` writes it on the
@@ -132,6 +136,7 @@ class PythonPool:
         self._queuednames = {} if tracknames else None
         self.peak = 0
         self._book = StatsBook(('close-background',))
+        self.queue = self
 
     @staticmethod
     def accepts(target):
@@ -478,7 +483,7 @@ class LanePool:
         # for wait_for(), each name's latest token (the lane records it as
         # it takes the descriptor)
         self._latesttokens = {} if tracknames else None
-        self._lane = native.lane_module.Lane(
+        self._lane = self.queue = native.lane_module.Lane(
             maxqueue, maxthreads, batch, owned, self._latesttokens
         )
         self.maxqueue = maxqueue
@@ -577,6 +582,7 @@ class _DisownedPool:
 
     def __init__(self, parentitems):
         self._parentitems = parentitems
+        self.queue = self
 
     @staticmethod
     def accepts(target):
