@@ -229,6 +229,40 @@ def test_data_is_written_once_by_whichever_writes_it(tmp_path, native):
     assert owned == set()
 
 
+def test_the_first_failure_to_happen_is_the_one_raised():
+    # a close failed on a pool thread, then a writer thread recorded its
+    # own failure: the pool's came first, and is the one the owner sees
+    release = threading.Event()
+    closed = []
+
+    def close(target):
+        release.wait(10)  # no failure before every file is submitted
+        closed.append(target)
+        if target == 'a':
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    closer = Closer(policy=closermod.BACKGROUND, closefn=close, fdroom=None)
+    # a batch, so that a parked thread wakes without anyone waiting (a
+    # wait would collect the failure already)
+    for target in ('a', 'x', 'y', 'z'):
+        closer.close(target, 'data/%s.i' % target)
+    release.set()
+    deadline = time.monotonic() + 10
+    while closer.pending and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert sorted(closed) == ['a', 'x', 'y', 'z']
+    writer = threading.Thread(
+        target=closer.record,
+        args=(closermod.FileError('data/b.i', OSError(errno.ENOSPC, 'full'),
+                                  'writing'),),
+    )
+    writer.start()
+    writer.join()
+    with pytest.raises(closermod.FileError) as caught:
+        closer.finish()
+    assert caught.value.name == 'data/a.i'
+
+
 @pytest.mark.skipif(
     not (hasattr(os, 'SCHED_BATCH') and sys.platform.startswith('linux')),
     reason='batch scheduling is Linux only')
@@ -298,7 +332,7 @@ def test_adaptive_ignores_one_slow_close_among_cheap_ones():
     with Closer(clock=clock, closefn=close, fdroom=None) as closer:
         for target in range(1000):
             closer.close(target)
-    assert closer.switches == 0
+    assert closer.decisions.switches == 0
     assert closer.threadcount == 0
 
 
@@ -312,7 +346,7 @@ def test_adaptive_ignores_a_few_preempted_closes():
     with Closer(clock=clock, closefn=close, fdroom=None) as closer:
         for target in range(1000):
             closer.close(target)
-    assert closer.switches == 0
+    assert closer.decisions.switches == 0
     assert closer.threadcount == 0
 
 
@@ -346,7 +380,7 @@ def test_adaptive_returns_inline_when_closes_become_cheap():
             if target == slow_until - 50:
                 assert closer.mode == closermod.BACKGROUND
     assert closer.mode == closermod.INLINE
-    assert closer.switches == 2
+    assert closer.decisions.switches == 2
     assert sorted(closed) == list(range(3000))
 
 
@@ -460,9 +494,9 @@ def test_minfilecount_keeps_small_applies_inline():
     with closer:
         for target in range(10):
             closer.close(target)
-    assert closer.policy == closermod.INLINE
+    assert closer.decisions.policy == closermod.INLINE
     assert closer.threadcount == 0
-    assert closer.reason
+    assert closer.decisions.reason
 
 
 def open_identities():
@@ -770,7 +804,7 @@ def test_threads_that_cannot_start_leave_the_pool_as_it_is(
     assert closer.threadcount == allowed
     if not allowed:
         assert closer.mode == closermod.INLINE
-        assert closer.reason == 'no thread could be started'
+        assert closer.decisions.reason == 'no thread could be started'
 
 
 def test_finishing_absorbs_only_interrupts(monkeypatch):
@@ -1430,13 +1464,13 @@ def test_closes_that_burn_cpu_get_no_more_threads_than_cores(
         closer.close(target)
     closer.finish()
     assert sorted(closed) == list(range(400))
-    assert closer.switches >= 1
+    assert closer.decisions.switches >= 1
     cores = os.cpu_count() or 1
     if kind == 'burning':
-        assert closer.burning
+        assert closer.decisions.burning
         assert 1 <= closer.threadcount <= cores
     else:
-        assert not closer.burning
+        assert not closer.decisions.burning
         assert closer.threadcount > cores
 
 
@@ -1494,10 +1528,10 @@ def test_a_close_that_never_slept_counts_as_cpu_on_a_busy_machine(
     try:
         for target in range(500):
             closer.close(target)
-            if closer.background:
+            if closer.decisions.background:
                 break
         # decided inline, before any thread (and its GIL) was there
-        assert closer.background
-        assert closer.burning == (kind == 'spinning')
+        assert closer.decisions.background
+        assert closer.decisions.burning == (kind == 'spinning')
     finally:
         closer.finish()

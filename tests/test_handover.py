@@ -101,7 +101,8 @@ def test_an_interrupt_once_the_closer_holds_the_file_leaves_it_there(
         submit(target, name)
         assert closer.holds(target)  # queued
         with closer._pool._lock:
-            closer._pool._work.notify_all()  # one file: no batch wakes a thread
+            # one file: no batch wakes a thread
+            closer._pool._work.notify_all()
         assert taken.wait(10)
         assert closer.holds(target)  # being closed
         raise KeyboardInterrupt
@@ -186,7 +187,7 @@ def closes(monkeypatch):
         real(fd, owned)
 
     # where the closer's own closes look it up
-    monkeypatch.setattr(closermod.closer, 'close_owned', recorded)
+    monkeypatch.setattr(closermod.descriptors, 'close_owned', recorded)
     return closed
 
 
@@ -265,7 +266,7 @@ def test_a_file_written_whole_goes_straight_into_its_descriptor(
     direct.closer.finish()
     assert not is_open(fd)
     # closed once: inline here, or by a lane thread (not recorded)
-    background = direct.closer.policy == closermod.BACKGROUND
+    background = direct.closer.decisions.policy == closermod.BACKGROUND
     assert closes == ([] if background else [fd])
     assert direct.vfs.read(b'data/a.i') == b'abcdefgh'
     assert direct.stat.bytes == 8

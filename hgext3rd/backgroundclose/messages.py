@@ -51,6 +51,6 @@ def closer_summary(closer, what, extra=b''):
         closer.mode.encode('ascii'),
         closer.threadcount,
         b' native' if closer.native and closer.threadcount else b'',
-        closer.switches,
+        closer.decisions.switches,
         extra,
     )

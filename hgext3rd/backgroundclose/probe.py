@@ -18,8 +18,8 @@ device flush does not.
 The closes are then fed, in order, to the same ``Policy`` the closer
 uses (engine/policy.py) with the user's settings, as the closer would
 feed them: a close is timed in CPU time only where the closer would time
-it (never under a forced policy), and once closing went to the background only the
-closer's inline probes are learnt from.  The policy decides as it would
+it (never under a forced policy), and once closing went to the
+background only the closer's inline probes are learnt from.  The policy decides as it would
 during an apply: inline or background, and how many threads.
 
 The time saved per 100,000 files follows from a simple model.  Closed
@@ -193,8 +193,8 @@ class Probe:
 
         The closes are given to the policy as the closer gives them
         (engine/closer.py, ``_submit`` and ``_close_inline``): a close is
-        timed in CPU time where ``wants_cpu_time`` says so; once closing went to the
-        background, a file is handed over (counted) unless the policy takes
+        timed in CPU time where ``wants_cpu_time`` says so; once closing
+        went to the background, a file is handed over (counted) unless the policy takes
         it for a probe, closed inline and learnt from.  The probe hands
         nothing over, so it cannot tell a hand-over that costs as much as a
         close (a pool that cannot keep up): the closer finds that out while

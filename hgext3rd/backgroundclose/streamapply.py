@@ -477,7 +477,7 @@ class ApplySession(sessionmod.Session):
         closer (close_core_file), which costs more than the session's own
         path (README, "What a report, v1's skips and v2's prepare wrapper
         cost")."""
-        if self.timed or self.closer.policy != policymod.ADAPTIVE:
+        if self.timed or self.closer.decisions.policy != policymod.ADAPTIVE:
             return False
         return self.format != b'v1' or self.files.corecall is None
 
@@ -601,13 +601,13 @@ class ApplySession(sessionmod.Session):
         closer = self.closer
         writers = self.writers
         info = {
-            b'policy': closer.requested.encode('ascii'),
-            b'reason': (closer.reason or '').encode('ascii'),
+            b'policy': closer.decisions.requested.encode('ascii'),
+            b'reason': (closer.decisions.reason or '').encode('ascii'),
             b'mode': closer.mode.encode('ascii'),
             b'threads': closer.threadcount,
             b'maxqueue': closer.maxqueue,
             b'peakqueued': closer.peakpending,
-            b'switches': closer.switches,
+            b'switches': closer.decisions.switches,
             b'dirs-created': self.directories.created,
             b'dirs-existing': self.directories.existing,
             b'writers': writers.threadcount if writers is not None else 0,

@@ -92,7 +92,7 @@ class WorkingCopyCloser(sessionmod.Session):
             self.closer.close(fh, name)
         except engine.FileError as exc:
             raise self.abort(exc) from exc
-        if self._seams is None and self.closer.background:
+        if self._seams is None and self.closer.decisions.background:
             self._open_for_lane_if_background()
 
     def open(self, orig, vfs, path, mode, kwargs):

@@ -12,6 +12,7 @@ package) hand it files; see docs/design.rst for the layers.
 - closer.py: the ``Closer`` the seams hand every file to;
 - pools.py: the threads that close, Python or C, behind one interface;
 - descriptors.py: opening, writing and closing with one owner at a time;
+- failures.py: what failed anywhere, raised once on the closer's owner;
 - stats.py, threads.py, native.py: what those share.
 """
 

@@ -6,22 +6,10 @@
 # GNU General Public License version 2 or any later version.
 """The ``Closer``: what the seams hand every file to.  It asks its
 ``Policy`` (policy.py) whether to close each file on the calling thread or
-hand it to its pool (pools.py: Python threads, or the C lane), sizes the
-pool, and raises what failed on a pool's thread on the thread that made
-it.  ``finish()`` is the one way to end it.  See docs/design.rst, "The
-closer".
-
-At no time are more than ``maxqueue`` files handed over and not yet closed
-(clamped to what the process's descriptor limit leaves).  Every file
-handed over is closed exactly once, even when another close has failed.
-A failure on a pool's thread is raised, as a ``FileError`` naming the file,
-on the next submission from the thread that made the closer or by
-``finish()``; other threads that submit (core's writer threads) can
-``record()`` their own failures to be raised the same way.  A closer made
-with ``tracknames=True`` can ``wait_for(name)``, for files that are
-reopened (revlogs).  A submitter that keeps a set of the descriptors it
-owns passes it as ``owned``: a descriptor leaves that set in the same step
-as it is handed over or closed.
+hand it to its pool (pools.py), sizes the pool, bounds what is pending to
+``maxqueue`` files (and to what the descriptor limit leaves), and raises
+what failed elsewhere on the thread that made it.  ``finish()`` is the one
+way to end it.  See docs/design.rst, "The closer".
 """
 
 import os
@@ -37,13 +25,14 @@ from . import (
 )
 from .descriptors import (
     FileError,
-    close_owned,
     close_quietly,
     close_target,
     descriptor_room,
     open_owned,
+    owned_closer,
     write_into,
 )
+from .failures import Failures
 from .policy import ADAPTIVE
 from .stats import StatsBook, stat_clock
 from .threads import cpu_demand, cpu_mark
@@ -160,20 +149,19 @@ class Closer:
         # the submitter's descriptors not handed over yet (see close())
         self.owned = owned
         if owned is not None:
-            self._closefn = self._owned_closer(closefn, owned)
+            self._closefn = owned_closer(closefn, owned)
         else:
             self._closefn = closefn
         # the policy's decisions and the failures known, between threads
         self._lock = threading.Lock()
         self._stopping = False
-        self._errors = []
-        self._raised = 0  # how many of _errors were already raised
-        self._poolfailures = 0  # how many of the pool's failures are known
-        self._owner = threading.get_ident()  # pending errors are raised here
         self._pool = pools.make_pool(
             native, maxqueue, self._policy.maxthreads, self._closefn,
             owned, tracknames, clock,
         )
+        # what failed, raised on the thread that made the closer
+        self._failures = Failures(self._pool)
+        self._owner = self._failures.owner
         # what takes the files, for the hand-overs made without asking
         self._queue = self._pool.queue
         # whether the pool's threads write the data handed over with a
@@ -191,22 +179,6 @@ class Closer:
         # interrupt as the constructor returns would leave threads running
         # that no owner ever finishes
         self._startpending = self._policy.background
-
-    @staticmethod
-    def _owned_closer(closefn, owned):
-        def close_and_forget(target):
-            if type(target) is int:
-                if closefn is close_target:
-                    # forgets and closes in one step where the C module is
-                    # built: an interrupt in between would leave it
-                    # forgotten and open
-                    close_owned(target, owned)
-                    return
-                # forget it first: once closed, its number may be reused
-                owned.discard(target)
-            closefn(target)
-
-        return close_and_forget
 
     # statistics ---------------------------------------------------------
 
@@ -226,17 +198,6 @@ class Closer:
     def native(self):
         """whether descriptors are closed on threads without the GIL"""
         return self._pool.native
-
-    # what the policy decided so far
-    requested = property(lambda self: self._policy.requested)
-    reason = property(lambda self: self._policy.reason)
-    policy = property(lambda self: self._policy.policy)
-    threshold = property(lambda self: self._policy.threshold)
-    maxthreads = property(lambda self: self._policy.maxthreads)
-    estimate = property(lambda self: self._policy.estimate)
-    switches = property(lambda self: self._policy.switches)
-    background = property(lambda self: self._policy.background)
-    burning = property(lambda self: self._policy.burning)
 
     @property
     def closes_cheap(self):
@@ -266,8 +227,8 @@ class Closer:
 
     @property
     def errors(self):
-        self._collect_failures()
-        return list(self._errors)
+        self._failures.collect()
+        return list(self._failures.errors)
 
     # submission ---------------------------------------------------------
 
@@ -308,11 +269,12 @@ class Closer:
                     self._end_routine(cut=True)
                 # the check at the end of close(), inline here: this path
                 # is the one most files take while the pool is in use
+                failures = self._failures
                 if (
-                    self._queue.failed != self._poolfailures
-                    or self._raised < len(self._errors)
+                    self._queue.failed != failures.frompool
+                    or failures.raised < len(failures.errors)
                 ):
-                    self.raise_failure()
+                    failures.raise_on_owner()
                 return
         if self._startpending:
             try:
@@ -358,10 +320,11 @@ class Closer:
                 write_into(target, name, data, self._closefn)
             self._close_inline(target, name, self._clock(), False)
             self._untimed = self._policy.sample_every - 1
+        failures = self._failures
         if (
-            self._handedany and self._queue.failed != self._poolfailures
-        ) or self._raised < len(self._errors):
-            self.raise_failure()
+            self._handedany and self._queue.failed != failures.frompool
+        ) or failures.raised < len(failures.errors):
+            failures.raise_on_owner()
 
     def start(self):
         """start the threads a closer that closes in the background from
@@ -478,7 +441,7 @@ class Closer:
             pool = self._pool
             if (
                 pool.pending >= self.maxqueue
-                and pool.threads < self.maxthreads
+                and pool.threads < self._policy.maxthreads
             ):
                 # the pool is too small for this latency: grow it now
                 # (closes that hang keep it full: a thread a file at most)
@@ -620,11 +583,7 @@ class Closer:
 
     def record(self, error):
         """keep ``error`` (a FileError) to be raised on the owner thread"""
-        # after the pool's failures so far: the first to happen is the one
-        # raised
-        self._collect_failures()
-        with self._lock:
-            self._errors.append(error)
+        self._failures.record(error)
 
     def open_owned(self, path, flags, mode=0o666):
         """``os.open(path, flags, mode)``, the descriptor not inheritable,
@@ -636,42 +595,22 @@ class Closer:
         drop it from ``owned``)"""
         close_quietly(target, self._closefn)
 
-    def _collect_failures(self):
-        """turn the closes the pool saw fail into errors to raise"""
-        pool = self._pool
-        if pool.failed == self._poolfailures:
-            return
-        with self._lock:
-            new = pool.failures(self._poolfailures)
-            self._errors.extend(new)
-            self._poolfailures += len(new)
-
     def failed(self):
         """whether any close failed, or any failure was recorded, so far"""
-        self._collect_failures()
-        return bool(self._errors)
+        self._failures.collect()
+        return bool(self._failures.errors)
 
     def raise_failure(self):
         """on the owner thread: raise the first failure not raised yet, if
         any (a thread that writes but never submits, the main thread of a
         parallel apply, asks here)"""
-        self._collect_failures()
-        if (
-            self._raised < len(self._errors)
-            and threading.get_ident() == self._owner
-        ):
-            self._raise_pending()
-
-    def _raise_pending(self):
-        error = self._errors[self._raised]
-        self._raised = len(self._errors)
-        raise error
+        self._failures.raise_on_owner()
 
     def wait(self):
         """wait until every file handed over so far is closed; the closer
         goes on (finish() ends it)"""
         self._pool.wait()
-        self._collect_failures()
+        self._failures.collect()
 
     def wait_for(self, name):
         """wait until no file handed over under ``name`` is still open
@@ -724,11 +663,12 @@ class Closer:
                     deadline = time.monotonic() + self.GRACE
                     if on_interrupt is not None:
                         on_interrupt()
-        self._collect_failures()
+        failures = self._failures
+        failures.collect()
         if absorbed is not None:
             raise absorbed
-        if not failing and self._raised < len(self._errors):
-            self._raise_pending()
+        if not failing and failures.raised < len(failures.errors):
+            failures.raise_next()
 
     def _stop(self, deadline):
         """stop taking files, wait until every file handed over is closed
@@ -759,13 +699,11 @@ class Closer:
         self._pool = self._pool.disowned()
         self._queue = self._pool.queue
         self._poolwrites = self._pool.writes_on_threads
-        self._poolfailures = 0
+        self._failures.disown(self._pool)
         self._handedany = False
-        # the parent's failures are the parent's to raise
-        self._raised = len(self._errors)
         self._stopping = True
         self._policy.disown()
-        self._owner = threading.get_ident()
+        self._owner = self._failures.owner
         self._ownclose = None
         self._end_routine()
 

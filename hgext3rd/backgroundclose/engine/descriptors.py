@@ -108,6 +108,25 @@ def close_owned(fd, owned):
     os.close(fd)
 
 
+def owned_closer(closefn, owned):
+    """``closefn`` for a submitter that keeps the descriptors it owns in
+    ``owned``: a descriptor is forgotten there as it is closed"""
+
+    def close_and_forget(target):
+        if type(target) is int:
+            if closefn is close_target:
+                # forgets and closes in one step where the C module is
+                # built: an interrupt in between would leave it forgotten
+                # and open
+                close_owned(target, owned)
+                return
+            # forget it first: once closed, its number may be reused
+            owned.discard(target)
+        closefn(target)
+
+    return close_and_forget
+
+
 def write_all(fd, data):
     """write all of ``data`` (bytes or a buffer) into ``fd``: its size.  A
     regular file takes it in one call unless the disk fills, which the

@@ -115,7 +115,8 @@ class PythonPool:
         self.owned = owned
         self._lock = threading.Lock()
         self._work = threading.Condition(self._lock)  # workers wait for items
-        self._room = threading.Condition(self._lock)  # submitters wait for room
+        # submitters wait for room
+        self._room = threading.Condition(self._lock)
         self._exited = threading.Condition(self._lock)
         self._items = collections.deque()
         # worker thread's ident -> the file it took and has not closed yet;
