@@ -18,8 +18,8 @@ The interface, which both implement:
     most frequent calls reach C without a Python frame between)
 ``native``, ``writes_on_threads``
     whether its threads never take the GIL, and whether they write the
-    data handed over with a descriptor (else ``submit`` writes it on the
-    calling thread)
+    data handed over with a descriptor (else the closer writes it before
+    the hand-over, and ``submit`` takes none)
 ``accepts(target)``
     whether the pool can close ``target`` (else it is closed inline)
 ``submit(target, name, data)``
