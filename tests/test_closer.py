@@ -187,17 +187,20 @@ def test_inline_error_raised_immediately():
     assert files.closed == [1, 2, 3]
 
 
+def record_on_another_thread(closer, name):
+    """what a writer thread does when its write fails: the disk is full"""
+    error = closermod.FileError(name, OSError(errno.ENOSPC, 'full'),
+                                'writing')
+    writer = threading.Thread(target=closer.record, args=(error,))
+    writer.start()
+    writer.join()
+
+
 def test_errors_recorded_by_other_threads_raised_on_owner():
     files = Files()
     with pytest.raises(closermod.FileError) as caught:
         with closer_for(files, policy=closermod.INLINE) as closer:
-            worker = threading.Thread(
-                target=closer.record,
-                args=(closermod.FileError('w', OSError(errno.ENOSPC, 'full'),
-                                          'writing'),),
-            )
-            worker.start()
-            worker.join()
+            record_on_another_thread(closer, 'w')
     assert str(caught.value) == 'error writing w: full'
 
 
@@ -251,13 +254,7 @@ def test_the_first_failure_to_happen_is_the_one_raised():
     while closer.pending and time.monotonic() < deadline:
         time.sleep(0.001)
     assert sorted(closed) == ['a', 'x', 'y', 'z']
-    writer = threading.Thread(
-        target=closer.record,
-        args=(closermod.FileError('data/b.i', OSError(errno.ENOSPC, 'full'),
-                                  'writing'),),
-    )
-    writer.start()
-    writer.join()
+    record_on_another_thread(closer, 'data/b.i')
     with pytest.raises(closermod.FileError) as caught:
         closer.finish()
     assert caught.value.name == 'data/a.i'
