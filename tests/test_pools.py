@@ -287,3 +287,33 @@ def test_stop_with_a_deadline_returns_false_and_can_be_called_again(
     assert not pool.stop(time.monotonic() + 0.05)
     release.set()
     assert pool.stop(time.monotonic() + 30)
+
+
+def test_a_second_interrupt_as_a_submit_is_taken_back_loses_nothing(
+        owned, files):
+    # Python threads only (the lane queues in one C call): an interrupt
+    # right after the file was queued makes submit() take it back; a second
+    # one as the take-back begins must leave the descriptor queued (closed
+    # by a thread) or owned (closed by the seam's cleanup), never neither
+    pool = make('python', owned, batch=1)
+    pool.start(1)
+    deadline = time.monotonic() + 10
+    while not parked(pool) and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert parked(pool)
+    fd = files()
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    # the first: waking the parked thread, after the file was queued; the
+    # second: as the take-back begins
+    pool._work.notify = interrupted
+    pool._taken_back_locked = interrupted
+    with pytest.raises(KeyboardInterrupt):
+        pool.submit(fd, 'f')
+    del pool._work.notify, pool._taken_back_locked
+    stopped(pool)
+    if fd in owned:
+        os.close(fd)  # the seam's cleanup
+    assert not is_open(fd)
