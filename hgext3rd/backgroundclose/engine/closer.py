@@ -281,7 +281,7 @@ class Closer:
                 self.start()
             except BaseException:
                 # interrupted while a thread started: the file is still ours
-                self._interrupted_before_handover(target)
+                pools.give_back(target, self.owned, self._closefn)
                 raise
         if self._policy.background:
             self._submit(target, name, data)
@@ -450,7 +450,7 @@ class Closer:
         except BaseException:
             # interrupted before the hand-over (sizing the pool starts
             # threads, and waits for them): the file is still ours
-            self._interrupted_before_handover(target)
+            pools.give_back(target, self.owned, self._closefn)
             raise
         began = self._clock()
         try:
@@ -513,13 +513,6 @@ class Closer:
             if owner and not self._shared:
                 granted = policy.routine_handovers()
             return stands, granted
-
-    def _interrupted_before_handover(self, target):
-        """an interrupt kept ``target`` from the pool: a descriptor in
-        ``owned`` is left there, for the submitter's cleanup, as a pool
-        leaves one it was waiting to take; anything else is closed here"""
-        if type(target) is not int or self.owned is None:
-            pools.drop(target, self._closefn)
 
     def holds(self, target):
         """whether ``target`` was handed over and is not closed yet"""

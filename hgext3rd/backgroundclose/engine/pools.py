@@ -96,6 +96,15 @@ def drop(target, closefn):
         target.discard()
 
 
+def give_back(target, owned, closefn):
+    """an interrupt kept ``target`` from a pool: the submitter's again.  A
+    descriptor in ``owned`` is left there, for the submitter's cleanup
+    (closed here it could be closed twice, should the interrupt have
+    come just after the hand-over); anything else is dropped here"""
+    if type(target) is not int or owned is None:
+        drop(target, closefn)
+
+
 class PythonPool:
     """Python threads closing files of any kind.  See the module doc."""
 
@@ -201,8 +210,7 @@ class PythonPool:
         except BaseException as exc:
             if not handed and not isinstance(exc, RuntimeError):
                 # interrupted while it waited: the caller's again
-                if type(target) is not int or self.owned is None:
-                    drop(target, self._closefn)
+                give_back(target, self.owned, self._closefn)
             raise
         return self.pending >= self.maxqueue
 
