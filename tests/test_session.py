@@ -1030,7 +1030,7 @@ def test_stream_v2_leaves_whole_skips_to_core_s_own_writer(
     assert session.skipping == 0
     # the bytes of every file counted, those core wrote too (the apply
     # checks them against the stream's declared total)
-    assert session.book.merged()['write'].bytes + session._corebytes == (
+    assert session.book.merged()['write'].bytes + session.corebytes == (
         stream_bytes(count))
     for number in (0, sample, sample + skip, count - 1):
         assert repo.svfs.read(b'data/f%d.i' % number) == b'%d' % number
@@ -1081,13 +1081,61 @@ def test_a_journaled_stream_v2_registers_the_files_of_its_skips(
     sessions = sessions_made(monkeypatch)
     core = core_s_writes(monkeypatch)
     # the transaction's abort alone removes the files
-    monkeypatch.setattr(streamapply.ApplySession, 'undo', lambda self: None)
+    monkeypatch.setattr(
+        streamapply.journalmod.ApplyJournal, 'undo', lambda self: None)
     files = v2_files(count)
     with pytest.raises(error.Abort):
         v2_applied(repo, files, cut=1)  # fails once all are written
     session, = sessions
     assert session.skipped == 8
     assert core == []
+    assert not [name for name, _data in files if repo.svfs.exists(name)]
+
+
+def counted_calls(monkeypatch, cls, name):
+    """how many times ``cls.name`` is called from now on (a list of one)"""
+    count = [0]
+    method = getattr(cls, name)
+
+    def called(self, *args, **kwargs):
+        count[0] += 1
+        return method(self, *args, **kwargs)
+
+    monkeypatch.setattr(cls, name, called)
+    return count
+
+
+@pytest.mark.parametrize('failure', ['cut short', 'interrupted'])
+def test_a_failed_apply_is_torn_down_once(
+    cheap_closes_repo, monkeypatch, failure
+):
+    # three frames see a failed stream v2 apply: the exit of each closer
+    # context core entered (one per vfs), the transaction's abort, and the
+    # session's outermost frame.  The teardown runs once all the same: the
+    # closer finished once, what an interrupt kept from it released once,
+    # the apply taken back once
+    repo = cheap_closes_repo
+    finishes = counted_calls(monkeypatch, closermod.Closer, 'finish')
+    releases = counted_calls(monkeypatch, handover.OwnedFiles, 'release')
+    undos = counted_calls(
+        monkeypatch, streamapply.journalmod.ApplyJournal, 'undo')
+    files = v2_files(16)
+    payload = streamcraft.v2_payload([(b's', n, d) for n, d in files])
+    end = payload.index(files[10][0])
+
+    class Interrupted(io.BytesIO):
+        def read(self, size=-1):
+            if self.tell() + (size if size >= 0 else 1) > end:
+                raise KeyboardInterrupt()
+            return super().read(size)
+
+    if failure == 'cut short':
+        with pytest.raises(error.Abort):
+            v2_applied(repo, files, cut=1)  # found once all are written
+    else:
+        with pytest.raises(KeyboardInterrupt):
+            v2_applied(repo, files, stream=Interrupted)
+    assert (finishes, releases, undos) == ([1], [1], [1])
     assert not [name for name, _data in files if repo.svfs.exists(name)]
 
 
@@ -1184,7 +1232,8 @@ def test_stream_v2_leaves_no_file_to_core_on_core_s_writer_threads(
     sessions = sessions_made(monkeypatch)
     prepared = prepares_of(monkeypatch)
     failures = calls_of(monkeypatch, closermod.Closer, 'raise_failure')
-    threads = calls_of(monkeypatch, streamapply.ApplySession, 'write_files')
+    threads = calls_of(
+        monkeypatch, streamapply.streamv2.StreamV2Writer, 'write_files')
     v2_applied(repo, v2_files(count))
     session, = sessions
     assert len(threads) == 2  # written on core's two threads
@@ -1276,14 +1325,15 @@ def prepares_of(monkeypatch):
     """the paths the session's prepare_streamed_file wrapper prepares from
     now on (stream v2 from 7.0 on; none while it is not in place)"""
     calls = []
-    owner, name, wrapper = streamapply._PREPARE_SEAM
+    owner, name, wrapper = streamapply.streamv2.PREPARE_SEAM
 
     def counted(session, orig, vfs, path, known_directories, **kwargs):
         if session.running:
             calls.append(path)
         return wrapper(session, orig, vfs, path, known_directories, **kwargs)
 
-    monkeypatch.setattr(streamapply, '_PREPARE_SEAM', (owner, name, counted))
+    monkeypatch.setattr(
+        streamapply.streamv2, 'PREPARE_SEAM', (owner, name, counted))
     return calls
 
 
@@ -1390,13 +1440,6 @@ def test_only_an_error_of_a_file_left_to_core_is_named(cheap_closes_repo):
     assert session.core_file_abort(full()).message == (
         b'error writing data/_a.i: No space left on device'
     )
-    # core's stream v2 writer (Mercurial 7.0 on) only opens, writes and
-    # closes: whatever fails there is its file's, a dead mount's too
-    stale = OSError(errno.ESTALE, os.strerror(errno.ESTALE))
-    assert session.core_file_abort(raised_in(
-        'mercurial.streamclone', stale, function='_write_files', path=joined
-    )).message == b'error writing data/_a.i: ' + os.strerror(
-        errno.ESTALE).encode()
     # not from a file left to core: the stream read where it is read, the
     # terminal or a pipe, an error no write raises, a write where no file
     # is open, a file elsewhere, a descriptor for a name, not an OSError
@@ -1692,27 +1735,54 @@ def test_a_stream_v2_whose_file_count_is_not_told_leaves_no_file_to_core(
     assert repo.svfs.read(files[-1][0]) == files[-1][1]
 
 
-def test_core_s_writer_file_is_the_one_it_had_open_when_it_failed():
-    # a lost descriptor is searched for by the path core's _write_files was
-    # at only when the failure was raised there, not deeper in core while
-    # it read the next file (the file before that one is closed)
-    namespace = {'__name__': 'mercurial.streamclone'}
-    exec(compile(
-        'def _v2_parse_files(exc):\n'
-        '    path = b"/s/data/b.i"  # the next file, prepared\n'
-        '    raise exc\n'
-        'def _write_files(exc, path, deeper):\n'
-        '    if deeper:\n'
-        '        _v2_parse_files(exc)\n'
-        '    raise exc\n',
-        'mercurial.streamclone', 'exec'), namespace)
+def test_the_file_core_s_writer_works_on_is_known_without_its_frames(
+    cheap_closes_repo,
+):
+    # stream v2 from 7.0 on: the files of a skip go to core's
+    # _write_files through the session's iterator, which knows which file
+    # core opens, writes or closes, and that none is while the stream is
+    # read (a failure there is no file's)
+    import errno
 
-    def raised(deeper):
-        try:
-            namespace['_write_files'](KeyboardInterrupt(), b'/s/data/a.i',
-                                      deeper)
-        except KeyboardInterrupt as exc:
-            return exc
+    session = streamapply.ApplySession(cheap_closes_repo, b'v2')
+    v2 = session.v2
+    seen = []
 
-    assert streamapply._core_writer_file(raised(False)) == b'/s/data/a.i'
-    assert streamapply._core_writer_file(raised(True)) is None
+    def data(path):
+        seen.append(('read', path, v2.corefile))
+        yield b'x'
+        seen.append(('read', path, v2.corefile))
+
+    def files():
+        for path in (b'a', b'b'):
+            seen.append(('parse', path, v2.corefile))
+            yield path, None, data(path)
+
+    for path, _mode, chunks in v2._handed_to_core(files()):
+        seen.append(('open', path, v2.corefile))
+        for _chunk in chunks:
+            seen.append(('write', path, v2.corefile))
+        seen.append(('close', path, v2.corefile))
+    assert seen == [
+        step
+        for path in (b'a', b'b')
+        for step in [
+            ('parse', path, None), ('open', path, path),
+            ('read', path, None), ('write', path, path),
+            ('read', path, None), ('close', path, path),
+        ]
+    ]
+    # what fails meanwhile is named by it, a dead mount's error too
+    joined = cheap_closes_repo.store.rawvfs.join(b'data/_a.i')
+    stale = OSError(errno.ESTALE, os.strerror(errno.ESTALE))
+    session.lastcore = True
+    v2.corefile = joined
+    if session.opens_through_vfs:  # before Mercurial 7.0: no such writer
+        assert session.core_file_abort(stale) is None
+    else:
+        assert session.core_file_abort(stale).message == (
+            b'error writing data/_a.i: '
+            + os.strerror(errno.ESTALE).encode())
+    v2.corefile = None  # reading the stream
+    assert session.core_file_abort(stale) is None
+    session.finish(failing=False)

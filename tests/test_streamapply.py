@@ -58,7 +58,7 @@ def escaping(call):
 
 def test_undo_removes_what_the_apply_wrote(applied):
     session, written = applied
-    assert session.undo() is None
+    assert session.journal.undo() is None
     assert not any(os.path.exists(p) for p in written)
 
 
@@ -67,19 +67,38 @@ def test_one_interrupt_during_undo_is_absorbed_and_the_walk_finished(
 ):
     session, written = applied
     interrupting(monkeypatch, 1)
-    absorbed = escaping(session.undo)
+    absorbed = escaping(session.journal.undo)
     assert isinstance(absorbed, KeyboardInterrupt)
     assert not any(os.path.exists(p) for p in written)
 
 
-def test_take_back_raises_the_interrupt_it_absorbed_once_done(
+def test_the_teardown_raises_the_interrupt_it_absorbed_once_done(
     applied, monkeypatch
 ):
     session, written = applied
     interrupting(monkeypatch, 1)
     with pytest.raises(KeyboardInterrupt):
-        session.take_back()
+        session.finish(failing=True)
     assert not any(os.path.exists(p) for p in written)
+    assert session.taken_back
+
+
+def test_nothing_is_taken_back_once_the_transaction_committed(applied):
+    # a failure after the apply's transaction committed (in the consumer
+    # after it, or in the command around it) leaves the repository's new
+    # files alone: they are its history now
+    session, written = applied
+    repo = session._repo
+    with repo.lock():
+        tr = repo.transaction(b'test')
+        try:
+            session.watch_transaction()
+            tr.close()
+        finally:
+            tr.release()
+    escaping(lambda: session.finish(failing=True))
+    assert session.taken_back
+    assert all(os.path.exists(p) for p in written)
 
 
 def test_a_third_ctrl_c_leaves_a_take_back_that_hangs(applied, monkeypatch):
@@ -87,7 +106,7 @@ def test_a_third_ctrl_c_leaves_a_take_back_that_hangs(applied, monkeypatch):
     session, written = applied
     interrupting(monkeypatch, 2)
     with pytest.raises(KeyboardInterrupt):
-        session.undo()
+        session.journal.undo()
 
 
 def test_the_abort_callback_never_raises_an_interrupt(applied, monkeypatch):
@@ -124,7 +143,7 @@ def warnings_of(session):
     return seen
 
 
-@pytest.mark.parametrize('undo', ['take_back', 'abort callback'])
+@pytest.mark.parametrize('undo', ['teardown', 'abort callback'])
 def test_a_file_that_cannot_be_removed_is_left_and_named_once(
     applied, monkeypatch, undo
 ):
@@ -138,8 +157,8 @@ def test_a_file_that_cannot_be_removed_is_left_and_named_once(
     with repo.lock():
         tr = repo.transaction(b'test')
         session.watch_transaction()
-        if undo == 'take_back':
-            escaping(session.take_back)
+        if undo == 'teardown':
+            escaping(lambda: session.finish(failing=True))
         escaping(tr.abort)
     assert [os.path.exists(p) for p in written] == [False, True, True, False]
     assert not repo.svfs.exists(b'journal')
@@ -193,7 +212,7 @@ def test_a_take_back_cut_short_has_removed_the_changelog_first(
     monkeypatch.setattr(streamapply.util, 'tryunlink', tryunlink)
     try:
         with pytest.raises(KeyboardInterrupt):
-            session.undo()
+            session.journal.undo()
     finally:
         session.closer.finish(failing=True)
     # its index: without it there is no revision, data file or not
@@ -248,19 +267,19 @@ def journaling(transacting):
 def test_nothing_is_registered_by_default(transacting):
     # core's journal entry costs every file of the apply: opt-in
     with transacting([]) as (session, repo, journals):
-        session.check_name(repo.svfs, b'journal')  # nothing to protect
-        session.register(repo.svfs, b'data/Foo.i')
+        session.journal.check_name(repo.svfs, b'journal')  # nothing to protect
+        session.journal.register(repo.svfs, b'data/Foo.i')
         assert journals()[0] == b''
 
 
 def test_a_store_file_is_registered_by_its_name_in_the_store(journaling):
     session, repo, journals = journaling
-    assert session.journaled
+    assert session.journal.journaled
     # upper case: the store's encoding changes the name on disk; the
     # transaction opens it through the store's vfs, which encodes it
-    session.register(repo.svfs, b'data/Foo.i')
-    session.register(repo.store.rawvfs, b'data/_foo.i')  # not again
-    session.register(repo.cachevfs, b'branch2-served')  # not the store's
+    session.journal.register(repo.svfs, b'data/Foo.i')
+    session.journal.register(repo.store.rawvfs, b'data/_foo.i')  # not again
+    session.journal.register(repo.cachevfs, b'branch2-served')  # not the store's
     assert journals() == (b'data/Foo.i\x000\n', b'')
 
 
@@ -280,7 +299,7 @@ def test_a_name_turned_against_the_transaction_is_refused_before_the_open(
 ):
     session, repo, journals = journaling
     with pytest.raises(streamapply.error.Abort, match='malformed'):
-        session.check_name(repo.svfs, name)
+        session.journal.check_name(repo.svfs, name)
     with pytest.raises(streamapply.error.Abort, match='malformed'):
         opening(session, repo, name)
     assert journals()[0] == b''
@@ -291,16 +310,16 @@ def test_a_name_turned_against_the_transaction_is_refused_before_the_open(
 )
 def test_the_stream_s_own_names_pass(journaling, name):
     session, repo, journals = journaling
-    session.check_name(repo.svfs, name)
-    session.check_name(repo.cachevfs, b'journal')  # not the store's root
+    session.journal.check_name(repo.svfs, name)
+    session.journal.check_name(repo.cachevfs, b'journal')  # not the store's root
 
 
 def test_the_abort_removes_a_registered_file_even_without_the_undo(
     journaling, monkeypatch
 ):
     session, repo, journals = journaling
-    monkeypatch.setattr(session, 'undo', lambda: None)
-    session.register(repo.svfs, b'data/Foo.i')
+    monkeypatch.setattr(session.journal, 'undo', lambda: None)
+    session.journal.register(repo.svfs, b'data/Foo.i')
     repo.svfs.write(b'data/Foo.i', b'x')
     repo.currenttransaction().abort()
     assert not repo.svfs.exists(b'data/Foo.i')
@@ -355,13 +374,13 @@ def test_an_apply_s_abort_removes_new_files_and_truncates_others(
     # one removed meanwhile (by the undo) again, empty: the transaction of
     # an apply removes them there too (compat.remove_new_files_on_abort)
     session, repo, journals = journaling
-    monkeypatch.setattr(session, 'undo', lambda: None)
+    monkeypatch.setattr(session.journal, 'undo', lambda: None)
     repo.svfs.write(b'grown', b'0123')
     tr = repo.currenttransaction()
     tr.add(b'grown', 4)  # a file that existed, at 4 bytes
     repo.svfs.write(b'grown', b'0123456789')
-    session.register(repo.svfs, b'data/gone.i')  # removed before the abort
-    session.register(repo.svfs, b'data/new.i')
+    session.journal.register(repo.svfs, b'data/gone.i')  # removed before the abort
+    session.journal.register(repo.svfs, b'data/new.i')
     repo.svfs.write(b'data/new.i', b'x')
     tr.abort()
     assert not repo.svfs.exists(b'data/gone.i')
@@ -403,7 +422,7 @@ def test_a_take_back_waits_for_core_s_writer_and_closes_none_of_its_files(
         yield os.path.join(data, b'b.i'), None, iter([b'never written'])
 
     writer = threading.Thread(
-        target=session.write_files, args=(None, files()),
+        target=session.v2.write_files, args=(None, files()),
         name='core writer',
     )
     writer.start()
@@ -412,8 +431,9 @@ def test_a_take_back_waits_for_core_s_writer_and_closes_none_of_its_files(
         # the writer holds its descriptor: none of the session's own
         assert session.closer.owned == set()
         threading.Timer(0.3, resume.set).start()
-        session.take_back()  # waits for the writer to leave write_files()
-        assert session._corewriting == 0
+        # the teardown waits for the writer to leave write_files()
+        session.finish(failing=True)
+        assert session.v2._corewriting == 0
         writer.join(5)
         assert not writer.is_alive()
     finally:

@@ -34,6 +34,7 @@ import threading
 import time
 
 from . import engine
+from .engine import policy as policymod
 
 # bytes of data held for files not written yet, at most
 BUDGET = 32 * 1024 * 1024
@@ -61,6 +62,63 @@ class WriteBudget:
     def give(self, nbytes):
         with self._lock:
             self.held -= nbytes
+
+
+class WriterThreads:
+    """the writer threads of one stream apply: none until opens are
+    measured waiting (``policy``, a policy.WritePolicy, says so), or a
+    setting forces them on; then a closer of their own, whose submissions
+    are ``FileWrite``s.  ``options`` are the closer's settings;
+    ``on_start()`` runs once they started."""
+
+    def __init__(self, policy, options, book, timed, cancelled, on_start):
+        self.policy = policy
+        self.closer = None  # once started
+        self.budget = WriteBudget()
+        self._options = options
+        self._book = book
+        self._timed = timed
+        self._cancelled = cancelled
+        self._on_start = on_start
+
+    def start(self):
+        """opens wait: whole files go to writer threads from now on"""
+        options = dict(self._options)
+        options.update(policy=engine.BACKGROUND, minfilecount=0)
+        self.closer = engine.Closer(
+            expectedcount=-1, native=False, **options
+        )
+        self.closer.start()
+        if not self.closer.decisions.background:
+            # no thread could be started: written where they are read, as
+            # before, for good
+            self.policy.deferring = False
+            self.policy.mode = policymod.INLINE
+            return
+        self._on_start()
+
+    def started(self):
+        """the writers' closer, started now if it was not (forced on:
+        worker.backgroundclosewrites); None if no thread could be
+        started.  A writer's failure is raised here, before one more file
+        is handed over."""
+        if self.closer is None:
+            self.start()
+        if not self.policy.deferring:
+            return None
+        self.closer.raise_failure()
+        return self.closer
+
+    def hand_over(self, name, prepare, opener, chunks, size):
+        """``chunks`` (``size`` bytes, held in the budget already) to be
+        written whole into ``name`` by a writer: ``prepare()`` makes its
+        directories, ``opener()`` opens it.  From here on the data is the
+        writers' closer's."""
+        write = FileWrite(
+            name, prepare, opener, chunks, size, self.budget, self._book,
+            self._cancelled, self._timed,
+        )
+        self.closer.close(write, name)
 
 
 class FileWrite:
@@ -151,20 +209,20 @@ class FileWrite:
 class DeferredFile:
     """what core writes a deferred file into; see the module doc
 
-    ``session`` makes the ``FileWrite`` (``session.file_write``) and, when
-    the data does not fit the budget, opens the file on this thread
-    (``session.open_now``).
+    ``opener`` hands the whole file to the writers
+    (``opener.write_later``) and, when the data does not fit the budget,
+    opens the file on this thread (``opener.open_now``).
     """
 
-    def __init__(self, session, name, budget):
+    def __init__(self, opener, name, budget):
         self.name = name
-        self._session = session
+        self._opener = opener
         self._budget = budget
         self._chunks = []
         self._size = 0  # held in the budget
         self._now = None  # the file opened on this thread, if it had to be
         self._closed = False
-        # the session's: where and how to open the file
+        # the opener's: where and how to open the file
         self.where = None
 
     def write(self, data):
@@ -181,7 +239,7 @@ class DeferredFile:
 
     def _open_now(self):
         """open the file here and move what was buffered into it"""
-        now = self._now = self._session.open_now(self)
+        now = self._now = self._opener.open_now(self)
         chunks, self._chunks = self._chunks, []
         size, self._size = self._size, 0
         try:
@@ -202,7 +260,7 @@ class DeferredFile:
         size, self._size = self._size, 0
         # the hand-over: from here on the writer closer's (it closes what
         # it cannot take, here)
-        self._session.write_later(self, chunks, size)
+        self._opener.write_later(self, chunks, size)
 
     def discard(self):
         """on a failing path: write nothing, give the memory back"""

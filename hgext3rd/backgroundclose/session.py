@@ -17,7 +17,8 @@ here, so that each keeps the same rules:
   closes in the background on the main thread);
 - one way to end, ``finish(failing)``: every close done and every thread
   joined, even if interrupted meanwhile; on failure, then, what an
-  interrupt kept from the closer is closed; the first failure is raised;
+  interrupt kept from the closer is closed (``take_back``); the first
+  failure is raised.  Each step runs once, whoever calls first;
 - a failed write or close becomes an ``abort:`` naming the file as the user
   knows it (``describe``);
 - the ``--debug`` line, printed only by a closer that started threads.
@@ -90,6 +91,9 @@ class Session:
             else seams.installed(seams.bound(self, [openseam]))
         )
         self.leaving = False
+        # the teardown's steps done (see finish())
+        self._closersdone = False
+        self.taken_back = False
 
     def applying_thread(self):
         """the thread the session writes for, recorded as it is made: the
@@ -164,16 +168,41 @@ class Session:
         self.closer.finish(failing)
 
     def finish(self, failing):
-        """the one way to end a session: every close done and every thread
-        joined (a close hung on a dead mount is left to its thread after
-        an interrupt), then, on failure, close what an interrupt or an
-        error kept from the closer.  Raises the first failure."""
+        """the session's teardown, the one way to end it: every close done
+        and every thread joined (a close hung on a dead mount is left to
+        its thread after an interrupt); then, on failure, ``take_back()``.
+        Raises the first failure, or an interrupt the take-back absorbed.
+
+        Each of the two steps is done once, whoever calls first: the seam's
+        closer context as it is left, the transaction's abort, and, last,
+        ``run()``, the outermost frame, which finds the rest done.  A step
+        an interrupt cut short is done again by the next call.  A closer
+        that raised a failure is finished all the same, and makes the
+        session a failing one (docs/design.rst, "Teardown")."""
         self.running = False
+        interrupted = None
         try:
-            self.finish_closers(failing)
+            if not self._closersdone:
+                try:
+                    self.finish_closers(failing)
+                except BaseException:
+                    failing = True
+                    raise
+                finally:
+                    self._closersdone = True
         finally:
-            if failing:
-                self.files.release()
+            if failing and not self.taken_back:
+                interrupted = self.take_back()
+                self.taken_back = True
+        if interrupted is not None:
+            raise interrupted
+
+    def take_back(self):
+        """after a failure, once every close handed over is done: close
+        what an interrupt or an error kept from the closer.  Returns an
+        interrupt it absorbed to finish, or None."""
+        self.files.release()
+        return None
 
     def run(self, storevfs, wrappers, function, args, kwargs):
         """``function(*args, **kwargs)`` with the session's ``wrappers``

@@ -5,7 +5,7 @@
 # This software may be used and distributed according to the terms of the
 # GNU General Public License version 2 or any later version.
 """What a stream apply may write into, as it was before it began, and how
-to remove what it wrote once it failed (``ApplySession.undo``, whose
+to remove what it wrote once it failed (``journal.ApplyJournal.undo``, whose
 docstring says when and why)."""
 
 import os
@@ -36,7 +36,7 @@ class TakeBack:
 
     def undo(self):
         """remove every entry made since: None, or the one interrupt it
-        absorbed (see ApplySession.undo)"""
+        absorbed (see journal.ApplyJournal.undo)"""
         try:
             self._remove_written()
             return None

@@ -1,0 +1,176 @@
+# journal.py - a stream apply's side of its transaction
+#
+# Copyright 2026 hg-backgroundclose contributors
+#
+# This software may be used and distributed according to the terms of the
+# GNU General Public License version 2 or any later version.
+"""The files a stream apply registers with its transaction, and the
+removal of what a failed apply wrote (docs/design.rst, "Teardown")."""
+
+import os
+import threading
+
+from mercurial.i18n import _
+from mercurial.utils import stringutil
+
+from . import (
+    compat,
+    deferredwrite,
+    engine,
+    malformed,
+    settings,
+    takeback as takebackmod,
+)
+
+
+class ApplyJournal:
+    """what a stream apply into ``repo`` tells its transaction, and what
+    it takes back; ``describe`` names a path in messages, ``cancelled`` (a
+    threading.Event) is set once the apply failed"""
+
+    def __init__(self, repo, describe, cancelled):
+        # whether to register the files with the transaction, and the
+        # transaction they are registered with (see register())
+        self.journaled = settings.journal(repo.ui)
+        self._tr = None
+        self._svfs = repo.svfs
+        self._cancelled = cancelled
+        self._registering = threading.Lock()
+        # stream v2 from Mercurial 7.0 on: path -> (store vfs, name) of each
+        # file prepared, until it is opened (and registered)
+        self._streamnames = {}
+        # what the stream may write into, as it was, and how to remove
+        # what it wrote
+        self._takeback = takebackmod.TakeBack(
+            repo.ui,
+            (
+                os.path.normpath(repo.svfs.join(b'')),
+                os.path.normpath(repo.cachevfs.join(b'')),
+            ),
+            describe,
+        )
+        # the transaction the apply ran in committed: nothing is taken back
+        self.committed = False
+        # where the stream writes: an error there is of one of its files
+        self.written_roots = tuple(
+            root + b'/' for root in self._takeback.before
+        )
+
+    def check_name(self, vfs, path):
+        """before ``path`` of ``vfs`` is opened: refuse a store file name
+        that registering it would turn against the transaction.  A newline
+        or a NUL byte would corrupt the journal, a line per file; the lock
+        and the transaction's own files at the store's root would be
+        written over (no stream of Mercurial's holds them)."""
+        if vfs is not self._svfs or not self.journaled:
+            return
+        if b'\n' in path or b'\0' in path:
+            what = _(b'a file name holds a newline or a NUL byte')
+        elif b'/' not in path and (
+            path == b'lock' or path.startswith((b'journal', b'undo'))
+        ):
+            what = _(b"the transaction's own file")
+        else:
+            return
+        raise malformed.abort(b'%s: %s' % (what, stringutil.escapestr(path)))
+
+    def register(self, vfs, path):
+        """``path`` of ``vfs`` is open for writing, as a regular file, and
+        holds nothing of the stream yet: register it with the transaction,
+        so that its abort removes it, as does ``hg recover`` after the
+        process was killed.  Any thread may call it.
+
+        Store files only, at offset 0, by their name in the store: the
+        transaction opens them through the store's vfs, which encodes it.
+        Registered once open, never before: a name the open refused (a
+        directory in its place, a file in place of a parent, a path core's
+        audit rejects) would make core's rollback fail for good.  Its name
+        was checked before the open (check_name).  Once the apply failed
+        nothing more is registered: a writer thread that was left to a
+        hung open reaches here after the transaction ended, and removes its
+        file itself.  Raises FileError if the journal cannot take it.
+        """
+        tr = self._tr
+        if tr is None or vfs is not self._svfs or self._cancelled.is_set():
+            return
+        try:
+            with self._registering:
+                tr.add(path, 0)
+        except OSError as exc:
+            raise engine.FileError(vfs.join(path), exc, 'opening') from exc
+
+    def prepared(self, vfs, path, real):
+        """stream v2 from Mercurial 7.0 on: ``path`` of ``vfs`` will be
+        written at ``real`` (by write_files): registered once opened"""
+        if vfs is self._svfs and self.journaled:
+            self._streamnames[real] = (vfs, path)
+
+    def store_name(self, real):
+        """stream v2 from Mercurial 7.0 on: the (store vfs, name) to
+        register for the file about to be written at ``real``, or None"""
+        return self._streamnames.pop(real, None)
+
+    def register_opened(self, fp, vfs, path):
+        """register ``fp``, just opened for ``path`` of ``vfs``; close it if
+        that fails.  A deferred file is registered by whoever opens it."""
+        if isinstance(fp, deferredwrite.DeferredFile):
+            fp.storename = (vfs, path)
+            return
+        try:
+            self.register(vfs, path)
+        except BaseException as exc:
+            # the failing path's close: nothing handed over as written
+            fp.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+
+    def watch(self, tr, on_abort):
+        """the apply runs inside ``tr`` (None: none): register files with
+        it if journaled, and have its abort call ``on_abort(tr)``"""
+        if tr is None:
+            return
+        if self.journaled:
+            self._tr = tr
+            compat.remove_new_files_on_abort(tr)
+        # one callback per category: registering again replaces it
+        tr.addabort(b'backgroundclose-undo', on_abort)
+        tr.addpostclose(b'backgroundclose-committed', self._commit)
+
+    def _commit(self, tr):
+        """the transaction committed: its files are the repository's now,
+        whatever fails afterwards (a transaction callback: never raises)"""
+        self.committed = True
+
+    def end(self):
+        """nothing is registered once the apply is over; the transaction
+        may outlive the apply (an outer one), which must not keep it"""
+        self._tr = None
+
+    def undo(self):
+        """remove what the apply wrote; call once every file is closed
+
+        The transaction removes the store files registered with it
+        (register()), but not the directories that held them nor the cache
+        files, and on a full disk it cannot run at all: it needs some space
+        to flush its journal.  So this runs first, while the store's lock
+        and the transaction are still held: only entries that did not exist
+        when the apply began are removed, and only below the store and the
+        cache directory; the lock and the journal files are left to their
+        owners.  The transaction's abort then finds its files gone.
+
+        A take-back cut short would leave part of the apply behind: one
+        interrupt while it runs (a second Ctrl-C) is absorbed and the walk
+        done again whole, and returned for the caller to raise (None if
+        none came).  Another one goes through, so that a take-back hung
+        on a dead mount can still be left.
+
+        A file the system refuses to remove (a read-only directory, a
+        read-only or stale network mount) is left, and named in one
+        warning; the others are removed all the same.  The changelog goes
+        first: whatever is left after it reads as an empty repository with
+        stray files, never as revisions whose files are missing.
+
+        Nothing is removed once the transaction committed.
+        """
+        if self.committed:
+            return None
+        return self._takeback.undo()
