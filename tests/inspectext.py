@@ -43,7 +43,7 @@ _SEAMS = [
     (changegroup.cg1unpacker, 'filelogheader'),
     (streamclone, '_write_files'),
     (vfsmod.abstractvfs, 'prepare_streamed_file'),
-    # stream v2 with the report shown (streamapply._MKDIR_SEAM)
+    # stream v2 with the report shown (streamv2.MKDIR_SEAM)
     (util, 'makedirs'),
 ]
 

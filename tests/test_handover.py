@@ -27,6 +27,7 @@ from mercurial import vfs as vfsmod  # noqa: E402
 from fdcheck import is_open  # noqa: E402
 from hgext3rd.backgroundclose import (  # noqa: E402
     engine as closermod,
+    handedfiles,
     handover,
 )
 
@@ -63,7 +64,7 @@ def test_an_interrupt_as_the_closer_begins_leaves_no_file_to_the_collector(
     # the file, and nothing else would close it but the garbage collector
     closer = python_pool()
     fp = File()
-    proxy = handover.HandedOverFile(fp, closer, b'data/a.i')
+    proxy = handedfiles.HandedOverFile(fp, closer, b'data/a.i')
 
     def interrupted(target, name=None):
         raise KeyboardInterrupt
@@ -84,7 +85,7 @@ def test_an_interrupt_once_the_closer_holds_the_file_leaves_it_there(
     # dead mount, it would wait on it)
     closer = python_pool()
     fp = File()
-    proxy = handover.HandedOverFile(fp, closer, b'data/a.i')
+    proxy = handedfiles.HandedOverFile(fp, closer, b'data/a.i')
     taken = threading.Event()
     release = threading.Event()
     original = closer._pool._closefn
@@ -127,7 +128,7 @@ def test_a_file_an_interrupt_kept_from_its_close_is_released():
     files = handover.OwnedFiles(closer)
     kept, handed, failed = File(), File(), File()
     proxies = [
-        handover.HandedOverFile(fp, closer, b'data/%d.i' % i, files=files)
+        handedfiles.HandedOverFile(fp, closer, b'data/%d.i' % i, files=files)
         for i, fp in enumerate((kept, handed, failed))
     ]
     proxies[1].close()
@@ -219,7 +220,7 @@ def direct(request, tmp_path):
         hold = 0  # the largest write files made hold for the closer
 
         def make(self, fd, name):
-            fp = handover.DescriptorFile(
+            fp = handedfiles.DescriptorFile(
                 fd, name, self.closer, self.files, self.stat, hold=self.hold
             )
             self.made.append(fp)
@@ -250,7 +251,7 @@ def test_a_file_written_whole_goes_straight_into_its_descriptor(
     direct, closes
 ):
     with direct.open(b'data/a.i') as fp:
-        assert type(fp) is handover.DescriptorFile
+        assert type(fp) is handedfiles.DescriptorFile
         fd = fp.fileno()
         assert direct.files.fds == {fd}  # the session's until handed over
         assert fp.write(b'abc') == 3
@@ -370,7 +371,7 @@ def test_a_held_write_that_fails_names_the_file_and_closes_it(policy):
     )
     files = handover.OwnedFiles(closer)
     fd = closer.open_owned(b'/dev/full', os.O_WRONLY, 0o666)
-    fp = handover.DescriptorFile(
+    fp = handedfiles.DescriptorFile(
         fd, b'/dev/full', closer, files, closermod.OpStat(), hold=16
     )
     fp.write(b'x')  # held
@@ -388,7 +389,7 @@ def test_a_held_write_that_fails_names_the_file_and_closes_it(policy):
 def test_other_modes_keep_a_file_object_over_the_descriptor(direct):
     direct.vfs.write(b'b.i', b'x')
     fp = direct.open(b'b.i', b'ab')
-    assert type(fp) is not handover.DescriptorFile
+    assert type(fp) is not handedfiles.DescriptorFile
     direct.files.discard(fp.fileno())
 
 
@@ -435,7 +436,7 @@ def test_a_failed_write_closes_the_file_here(counted, closes):
     files = handover.OwnedFiles(closer)
     fd = closer.open_owned(b'/dev/full', os.O_WRONLY, 0o666)
     stat = closermod.OpStat() if counted else None
-    fp = handover.DescriptorFile(fd, b'/dev/full', closer, files, stat)
+    fp = handedfiles.DescriptorFile(fd, b'/dev/full', closer, files, stat)
     with pytest.raises(OSError if not counted else closermod.FileError) as e:
         with fp:
             fp.write(b'x')
@@ -488,10 +489,10 @@ def test_a_file_left_to_the_garbage_collector_is_closed(direct, closes, hold):
 
 
 def test_at_most_hold_total_bytes_wait_for_the_lane():
-    assert handover.hold_limit(384) == handover.HOLD_TOTAL // 384
-    assert handover.hold_limit(16) == handover.HOLD_MOST
-    assert handover.hold_limit(20000) * 20000 <= handover.HOLD_TOTAL
-    assert handover.hold_limit(0) == handover.HOLD_MOST
+    assert handedfiles.hold_limit(384) == handedfiles.HOLD_TOTAL // 384
+    assert handedfiles.hold_limit(16) == handedfiles.HOLD_MOST
+    assert handedfiles.hold_limit(20000) * 20000 <= handedfiles.HOLD_TOTAL
+    assert handedfiles.hold_limit(0) == handedfiles.HOLD_MOST
 
 
 def assert_the_dropped_file_leaves_its_number_alone(opener, closes, made):
@@ -593,10 +594,10 @@ def revlogs(tmp_path):
 @pytest.mark.parametrize(
     'mode, kind, before, after',
     [
-        (b'w+', handover.HandingOverRandom, b'', b'abcdef'),
-        (b'r+', handover.HandingOverRandom, b'0123456789', b'abc3456789def'),
-        (b'a+', handover.HandingOverRandom, b'01', b'01abcdef'),
-        (b'ab', handover.HandingOverWriter, b'01', b'01abcdef'),
+        (b'w+', handedfiles.HandingOverRandom, b'', b'abcdef'),
+        (b'r+', handedfiles.HandingOverRandom, b'0123456789', b'abc3456789def'),
+        (b'a+', handedfiles.HandingOverRandom, b'01', b'01abcdef'),
+        (b'ab', handedfiles.HandingOverWriter, b'01', b'01abcdef'),
     ],
 )
 def test_a_revlog_hands_its_descriptor_over_as_it_closes(
@@ -606,7 +607,7 @@ def test_a_revlog_hands_its_descriptor_over_as_it_closes(
         revlogs.vfs.write(b'data/a.i', before)
     fp = revlogs.open(b'data/a.i', mode)
     assert type(fp) is kind
-    assert handover.hands_itself_over(fp)
+    assert handedfiles.hands_itself_over(fp)
     # what core's own file would say
     assert fp.name == revlogs.vfs.join(b'data/a.i')
     binary = mode if b'b' in mode else mode + b'b'  # as the vfs opens
@@ -650,7 +651,7 @@ def test_a_revlog_opened_unbuffered_keeps_a_proxy(revlogs):
         unbuffered, revlogs.vfs, b'b.i', b'w+b', {},
         handing=(b'b.i', None),
     )
-    assert fd is not None and not handover.hands_itself_over(fp)
+    assert fd is not None and not handedfiles.hands_itself_over(fp)
     revlogs.files.discard(fd)
 
 
@@ -663,7 +664,7 @@ def test_a_revlog_whose_flush_fails_is_closed_here_and_named(closes):
     )
     files = handover.OwnedFiles(closer)
     fd = closer.open_owned(b'/dev/full', os.O_WRONLY, 0o666)
-    fp = handover._handing_file(fd, b'/dev/full', 'wb', files, b'x.i', None)
+    fp = handedfiles.handing_file(fd, b'/dev/full', 'wb', files, b'x.i', None)
     files._files[fd] = fp
     fp.write(b'x')  # buffered: the disk is full only once flushed
     with pytest.raises(closermod.FileError) as e:
@@ -742,10 +743,10 @@ def test_a_revlog_kept_from_its_close_is_released_and_never_written_again(
 
 
 def record_made(monkeypatch, interrupt=False):
-    """the files ``_handing_file`` makes from now on (each call then
+    """the files ``handing_file`` makes from now on (each call then
     interrupted, if ``interrupt``)"""
     made = []
-    real = handover._handing_file
+    real = handedfiles.handing_file
 
     def recorded(*args):
         made.append(real(*args))
@@ -753,7 +754,7 @@ def record_made(monkeypatch, interrupt=False):
             raise KeyboardInterrupt
         return made[-1]
 
-    monkeypatch.setattr(handover, '_handing_file', recorded)
+    monkeypatch.setattr(handedfiles, 'handing_file', recorded)
     return made
 
 
@@ -787,7 +788,7 @@ def test_a_revlog_interrupted_as_it_flushes_is_closed_here_once(closes):
             raise KeyboardInterrupt
 
     fd = closer.open_owned(os.devnull.encode(), os.O_WRONLY, 0o666)
-    fp = handover.HandingOverWriter(
+    fp = handedfiles.HandingOverWriter(
         InterruptedRaw(fd, 'wb', closefd=False), 8192
     )
     fp._fd, fp._name, fp._files, fp._onclose, fp._armed = (

@@ -21,6 +21,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
 
 from hgext3rd.backgroundclose import (  # noqa: E402
     engine as closermod,
+    handedfiles,
     handover,
     revlogwrite,
 )
@@ -49,7 +50,7 @@ def open_revlog(session, name):
         vfsopen, session.rawvfs, name, b'ab', {}, path
     )
     assert fd is not None and fd in session.files.fds
-    revlog = handover.HandedOverFile(
+    revlog = handedfiles.HandedOverFile(
         fp, session.closer, name, fd, session.files
     )
     return revlog, fd
@@ -129,7 +130,7 @@ def test_every_spelling_of_a_mode_opens_as_open_would(session, tmp_path, mode):
         vfsopen, session.rawvfs, name, mode, {}, path
     )
     assert fd is not None  # opened for the lane, not left to open()
-    revlog = handover.HandedOverFile(
+    revlog = handedfiles.HandedOverFile(
         fp, session.closer, name, fd, session.files
     )
     strmode = mode.decode('ascii') if isinstance(mode, bytes) else mode
@@ -312,7 +313,7 @@ def test_a_revlog_another_extension_wraps_is_handed_over_once(lanerepo):
         with pytest.raises(FileNotFoundError):
             vfs(b'data/wrapped.i')
         fp = vfs(b'data/wrapped.i', b'w+')
-        assert type(fp) is handover.HandedOverFile
+        assert type(fp) is handedfiles.HandedOverFile
         fp.write(PAYLOAD)
         fp.close()
 

@@ -130,7 +130,8 @@ def test_a_wrapper_left_in_a_chain_after_its_session_does_nothing(lanerepo):
     assert streamapply.vfsopen(
         apply, orig, session.rawvfs, b'data/b.i', b'wb'
     ) == 'core'
-    assert streamapply.streamv2.write_files(apply, lambda info: 'core', []) == 'core'
+    assert streamapply.streamv2.write_files(
+        apply, lambda info: 'core', []) == 'core'
     assert calls == [(b'data/a.i', b'ab'), (b'data/b.i', b'wb')]
     session.closer.finish(failing=True)
 

@@ -26,6 +26,8 @@ import streamcraft  # noqa: E402
 from hgext3rd.backgroundclose import (  # noqa: E402
     engine as closermod,
     compat,
+    deferredwrite,
+    handedfiles,
     handover,
     report as reportmod,
     revlogwrite,
@@ -76,7 +78,7 @@ def kept_from_its_close(session):
     """a file of the session that an interrupt kept from its close, and
     the file object under it"""
     fp = File()
-    proxy = handover.HandedOverFile(fp, session.closer, b'data/a.i',
+    proxy = handedfiles.HandedOverFile(fp, session.closer, b'data/a.i',
                                     files=session.files)
     return proxy, fp
 
@@ -247,8 +249,8 @@ def own_file(session):
     none to core: written straight into their descriptors where the C
     module is built (the repositories here ask for it)"""
     if closermod.native_available():
-        return handover.DescriptorFile
-    return handover.HandedOverFile
+        return handedfiles.DescriptorFile
+    return handedfiles.HandedOverFile
 
 
 def stream_bytes(count):
@@ -294,12 +296,12 @@ def test_a_stream_apply_leaves_files_to_core_while_closes_are_cheap(
     # behind the session's proxy where the C module is not built, or where
     # another extension's wrapper keeps the session from opening it itself
     own = (
-        handover.DescriptorFile
+        handedfiles.DescriptorFile
         if session.files.writes_direct() and not foreign
-        else handover.HandedOverFile
+        else handedfiles.HandedOverFile
     )
     assert kinds[:sample] == [own] * sample
-    assert not {handover.DescriptorFile, handover.HandedOverFile} & set(
+    assert not {handedfiles.DescriptorFile, handedfiles.HandedOverFile} & set(
         kinds[sample : sample + skip]
     )
     assert kinds[sample + skip :] == [own] * sample
@@ -332,7 +334,7 @@ def test_a_stream_v1_apply_opens_every_file_itself_where_it_can(
         )
     )
     kinds = write_stream_files(repo, session, count, backgroundclose=True)
-    assert kinds == [handover.DescriptorFile] * count
+    assert kinds == [handedfiles.DescriptorFile] * count
     assert session.skipped == 0
     assert repo.svfs.read(b'data/f%d.i' % (count - 1)) == b'%d' % (count - 1)
 
@@ -387,7 +389,7 @@ def test_files_copied_without_filechunkiter_are_never_left_to_core(
         session.run(repo.store.rawvfs,
                     streamapply.session_seams(session, repo), consume, (), {})
     assert session.skipped == 0
-    assert set(kinds) <= {handover.DescriptorFile, handover.HandedOverFile}
+    assert set(kinds) <= {handedfiles.DescriptorFile, handedfiles.HandedOverFile}
     assert len(kinds) == count
 
 
@@ -550,7 +552,7 @@ def test_a_stream_apply_never_wraps_posixfile_for_its_own_files(
             len(extensions.getwrapperchain(util, 'posixfile'))
         ),
     )
-    assert kinds[:sample] == [handover.DescriptorFile] * sample
+    assert kinds[:sample] == [handedfiles.DescriptorFile] * sample
     assert session.skipped == skip
     assert wrapped == [chain] * count
     assert not session.files.wraps_posixfile()
@@ -576,7 +578,7 @@ def test_a_link_where_a_stream_file_goes_is_replaced_not_written_through(
     session = streamapply.ApplySession(repo, b'v3')
     kinds = write_stream_files(repo, session, 2)
     if closermod.native_available():
-        assert kinds == [handover.DescriptorFile] * 2
+        assert kinds == [handedfiles.DescriptorFile] * 2
     assert outside.read_bytes() == b'not the stream\n'
     assert not os.path.islink(data / 'f0.i')
     assert (data / 'f0.i').read_bytes() == b'0'
@@ -596,7 +598,7 @@ def test_the_store_s_file_mode_is_given_to_the_stream_s_files(lanerepo):
     finally:
         os.umask(old)
     if closermod.native_available():
-        assert kinds == [handover.DescriptorFile] * 2
+        assert kinds == [handedfiles.DescriptorFile] * 2
     for number in range(2):
         mode = os.stat(repo.svfs.join(b'data/f%d.i' % number)).st_mode
         assert mode & 0o7777 == 0o660, oct(mode)
@@ -687,7 +689,7 @@ def test_another_extension_s_open_wrapper_sees_an_update_s_files(
                           made=made)
     assert spied_vfs_call == [b'a', b'b/c']
     # core's open, its descriptor for the lane all the same
-    assert kinds == [(handover.DescriptorFile, True)] * 2
+    assert kinds == [(handedfiles.DescriptorFile, True)] * 2
     assert lanerepo.wvfs.read(b'b/c') == b'y'
 
 
@@ -718,7 +720,7 @@ def test_another_extension_s_join_wrapper_names_the_own_files(
             names = [b'a', b'b/c']
     finally:
         extensions.unwrapfunction(vfsmod.vfs, 'join', spy)
-    assert kinds == [handover.DescriptorFile] * len(names)
+    assert kinds == [handedfiles.DescriptorFile] * len(names)
     # each through the wrapper (Mercurial 6.5 joins a stream's names once
     # more elsewhere)
     assert set(names) <= set(joined)
@@ -825,7 +827,7 @@ def test_an_update_opens_its_files_as_core_s_vfs_would(lanerepo, tmp_path):
         ])
     finally:
         os.umask(old)
-    assert kinds == [(handover.DescriptorFile, False)] * 4
+    assert kinds == [(handedfiles.DescriptorFile, False)] * 4
     assert outside.read_bytes() == b'not the update\n'
     assert os.stat(outside).st_nlink == 1
     assert not os.path.islink(root / 'link')
@@ -854,7 +856,7 @@ def test_an_update_s_open_core_s_audit_refuses_writes_nothing(
 @needs_lane
 def test_an_update_s_open_with_other_arguments_is_core_s(lanerepo):
     kinds = update_writes(lanerepo, [(b'f', b'x')], notindexed=True)
-    assert kinds == [(handover.DescriptorFile, True)]
+    assert kinds == [(handedfiles.DescriptorFile, True)]
     assert lanerepo.wvfs.read(b'f') == b'x'
 
 
@@ -863,7 +865,7 @@ def runs_of(kinds):
     session's own path (own) or were left to core"""
     runs = []
     for kind in kinds:
-        own = kind in (handover.HandedOverFile, handover.DescriptorFile)
+        own = kind in (handedfiles.HandedOverFile, handedfiles.DescriptorFile)
         if runs and runs[-1][0] == own:
             runs[-1][1] += 1
         else:
@@ -1090,6 +1092,45 @@ def test_a_journaled_stream_v2_registers_the_files_of_its_skips(
     assert session.skipped == 8
     assert core == []
     assert not [name for name, _data in files if repo.svfs.exists(name)]
+
+
+def test_files_the_writers_finish_as_the_apply_ends_are_registered(
+    repo_with, monkeypatch
+):
+    # journaled, with writer threads: the files they still write as the
+    # stream ends are registered with the transaction all the same (the
+    # journal ends once the closers are finished, not before), so that
+    # hg recover after a kill removes them too
+    from mercurial import transaction
+
+    repo = repo_with([
+        (b'backgroundclosemaxthreadcount', b'4'),
+        (b'backgroundclosenative', b'yes'),
+        (b'backgroundclosethreshold', b'100000'),
+        (b'backgroundclosewrites', b'yes'),
+        (b'backgroundclosejournal', b'yes'),
+    ])
+    added = []
+    add = transaction.transaction.add
+
+    def recorded(tr, name, offset, *args, **kwargs):
+        added.append(name)
+        return add(tr, name, offset, *args, **kwargs)
+
+    write = deferredwrite.FileWrite._write
+
+    def slow(self, chunks):
+        time.sleep(0.005)  # the writers are behind as the stream ends
+        return write(self, chunks)
+
+    monkeypatch.setattr(transaction.transaction, 'add', recorded)
+    monkeypatch.setattr(deferredwrite.FileWrite, '_write', slow)
+    files = v2_files(40)
+    v2_applied(repo, files)
+    assert sorted(n for n in added if n.startswith(b'data/')) == sorted(
+        name for name, _data in files)
+    for name, data in files:
+        assert repo.svfs.read(name) == data
 
 
 def counted_calls(monkeypatch, cls, name):
@@ -1559,13 +1600,13 @@ def test_a_changegroup_step_leaves_whole_revlogs_to_core_while_cheap(
 
     monkeypatch.setattr(repoclass, 'file', file)
     handed = []
-    real_init = handover.HandedOverFile.__init__
+    real_init = handedfiles.HandedOverFile.__init__
 
     def handing(self, fp, closer, name, *args, **kwargs):
         handed.append(name)
         real_init(self, fp, closer, name, *args, **kwargs)
 
-    monkeypatch.setattr(handover.HandedOverFile, '__init__', handing)
+    monkeypatch.setattr(handedfiles.HandedOverFile, '__init__', handing)
     skipped = []
     real_summary = revlogwrite.RevlogSession.debug_summary
 
@@ -1586,7 +1627,7 @@ def test_a_changegroup_step_leaves_whole_revlogs_to_core_while_cheap(
     # core alone opened exactly the revlogs whose index it closed
     assert all(core == (b'data/%s.i' % name not in handed)
                for name, core in groups)
-    runs = runs_of([handover.HandedOverFile if not core else None
+    runs = runs_of([handedfiles.HandedOverFile if not core else None
                     for _name, core in groups])
     assert runs == [(True, 4), (False, 8), (True, 4), (False, 16),
                     (True, 4), (False, 24)]

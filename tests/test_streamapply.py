@@ -83,22 +83,75 @@ def test_the_teardown_raises_the_interrupt_it_absorbed_once_done(
     assert session.taken_back
 
 
-def test_nothing_is_taken_back_once_the_transaction_committed(applied):
+@pytest.mark.parametrize('after', ['nothing', 'a post-close callback fails'])
+def test_nothing_is_taken_back_once_the_transaction_committed(
+    applied, after
+):
     # a failure after the apply's transaction committed (in the consumer
-    # after it, or in the command around it) leaves the repository's new
-    # files alone: they are its history now
+    # after it, or in the command around it, or in one of the transaction's
+    # own post-close callbacks, which core runs once its journal is gone)
+    # leaves the repository's new files alone: they are its history now
     session, written = applied
     repo = session._repo
+
+    def warming(tr):
+        raise KeyboardInterrupt  # a Ctrl-C while caches are warmed
+
     with repo.lock():
         tr = repo.transaction(b'test')
         try:
             session.watch_transaction()
-            tr.close()
+            if after == 'nothing':
+                tr.close()
+            else:
+                tr.addpostclose(b'-warm-cache', warming)
+                with pytest.raises(KeyboardInterrupt):
+                    tr.close()
         finally:
             tr.release()
     escaping(lambda: session.finish(failing=True))
     assert session.taken_back
     assert all(os.path.exists(p) for p in written)
+
+
+def test_a_teardown_cut_short_before_the_closer_finished_finishes_it_next(
+    applied, monkeypatch
+):
+    # the closers' step counts as done only once the closer says it is
+    # finished: one an interrupt cut short is done by the next call
+    session, written = applied
+    finish = session.closer.finish
+    calls = []
+
+    def cut_short(*args, **kwargs):
+        calls.append(args)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        return finish(*args, **kwargs)
+
+    monkeypatch.setattr(session.closer, 'finish', cut_short)
+    with pytest.raises(KeyboardInterrupt):
+        session.finish(failing=True)
+    assert not session.closer.finished
+    escaping(lambda: session.finish(failing=True))
+    assert session.closer.finished
+    assert len(calls) == 2
+    assert not any(os.path.exists(p) for p in written)
+
+
+def test_a_core_writer_thread_that_starts_after_the_take_back_writes_nothing(
+    applied
+):
+    # a second Ctrl-C cut core's join() of its writer threads short: one
+    # that only starts now finds the session ended, and must not write
+    # with core's own _write_files after the take-back
+    session, written = applied
+    escaping(lambda: session.finish(failing=True))
+    called = []
+    assert streamapply.streamv2.write_files(
+        session, lambda info: called.append(info), [(b'/x', None, [])]
+    ) is None
+    assert called == []
 
 
 def test_a_third_ctrl_c_leaves_a_take_back_that_hangs(applied, monkeypatch):
@@ -148,8 +201,8 @@ def test_a_file_that_cannot_be_removed_is_left_and_named_once(
     applied, monkeypatch, undo
 ):
     # a read-only data/sub: its files stay, the others go; the abort
-    # callback still lets core's rollback remove its journal; a second
-    # take-back (the abort after take_back) warns about nothing new
+    # callback still lets core's rollback remove its journal; after the
+    # teardown, the abort takes nothing back again, and warns of nothing
     session, written = applied
     repo = session._repo
     refusing(monkeypatch, b'/data/sub/')
@@ -279,7 +332,8 @@ def test_a_store_file_is_registered_by_its_name_in_the_store(journaling):
     # transaction opens it through the store's vfs, which encodes it
     session.journal.register(repo.svfs, b'data/Foo.i')
     session.journal.register(repo.store.rawvfs, b'data/_foo.i')  # not again
-    session.journal.register(repo.cachevfs, b'branch2-served')  # not the store's
+    # not the store's
+    session.journal.register(repo.cachevfs, b'branch2-served')
     assert journals() == (b'data/Foo.i\x000\n', b'')
 
 
@@ -311,7 +365,8 @@ def test_a_name_turned_against_the_transaction_is_refused_before_the_open(
 def test_the_stream_s_own_names_pass(journaling, name):
     session, repo, journals = journaling
     session.journal.check_name(repo.svfs, name)
-    session.journal.check_name(repo.cachevfs, b'journal')  # not the store's root
+    # not the store's root
+    session.journal.check_name(repo.cachevfs, b'journal')
 
 
 def test_the_abort_removes_a_registered_file_even_without_the_undo(
@@ -379,7 +434,8 @@ def test_an_apply_s_abort_removes_new_files_and_truncates_others(
     tr = repo.currenttransaction()
     tr.add(b'grown', 4)  # a file that existed, at 4 bytes
     repo.svfs.write(b'grown', b'0123456789')
-    session.journal.register(repo.svfs, b'data/gone.i')  # removed before the abort
+    # removed before the abort
+    session.journal.register(repo.svfs, b'data/gone.i')
     session.journal.register(repo.svfs, b'data/new.i')
     repo.svfs.write(b'data/new.i', b'x')
     tr.abort()

@@ -209,20 +209,20 @@ class FileWrite:
 class DeferredFile:
     """what core writes a deferred file into; see the module doc
 
-    ``opener`` hands the whole file to the writers
-    (``opener.write_later``) and, when the data does not fit the budget,
-    opens the file on this thread (``opener.open_now``).
+    ``handler`` (streamopen.StreamOpener) hands the whole file to the
+    writers (``handler.write_later``) and, when the data does not fit the
+    budget, opens the file on this thread (``handler.open_now``).
     """
 
-    def __init__(self, opener, name, budget):
+    def __init__(self, handler, name, budget):
         self.name = name
-        self._opener = opener
+        self._handler = handler
         self._budget = budget
         self._chunks = []
         self._size = 0  # held in the budget
         self._now = None  # the file opened on this thread, if it had to be
         self._closed = False
-        # the opener's: where and how to open the file
+        # the handler's: where and how to open the file
         self.where = None
 
     def write(self, data):
@@ -239,7 +239,7 @@ class DeferredFile:
 
     def _open_now(self):
         """open the file here and move what was buffered into it"""
-        now = self._now = self._opener.open_now(self)
+        now = self._now = self._handler.open_now(self)
         chunks, self._chunks = self._chunks, []
         size, self._size = self._size, 0
         try:
@@ -260,7 +260,7 @@ class DeferredFile:
         size, self._size = self._size, 0
         # the hand-over: from here on the writer closer's (it closes what
         # it cannot take, here)
-        self._opener.write_later(self, chunks, size)
+        self._handler.write_later(self, chunks, size)
 
     def discard(self):
         """on a failing path: write nothing, give the memory back"""

@@ -9,6 +9,7 @@ removal of what a failed apply wrote (docs/design.rst, "Teardown")."""
 
 import os
 import threading
+import weakref
 
 from mercurial.i18n import _
 from mercurial.utils import stringutil
@@ -49,8 +50,10 @@ class ApplyJournal:
             ),
             describe,
         )
-        # the transaction the apply ran in committed: nothing is taken back
-        self.committed = False
+        # the transaction the apply runs in (weakly), and whether it
+        # aborted: see committed()
+        self._watched = None
+        self._aborted = False
         # where the stream writes: an error there is of one of its files
         self.written_roots = tuple(
             root + b'/' for root in self._takeback.before
@@ -131,14 +134,26 @@ class ApplyJournal:
         if self.journaled:
             self._tr = tr
             compat.remove_new_files_on_abort(tr)
-        # one callback per category: registering again replaces it
-        tr.addabort(b'backgroundclose-undo', on_abort)
-        tr.addpostclose(b'backgroundclose-committed', self._commit)
+        self._watched = weakref.ref(tr)
 
-    def _commit(self, tr):
-        """the transaction committed: its files are the repository's now,
-        whatever fails afterwards (a transaction callback: never raises)"""
-        self.committed = True
+        def aborting(tr):
+            # a transaction callback: never raises (on_abort neither)
+            self._aborted = True
+            on_abort(tr)
+
+        # one callback per category: registering again replaces it
+        tr.addabort(b'backgroundclose-undo', aborting)
+
+    def committed(self):
+        """whether the transaction the apply ran in committed: it ended,
+        and not by aborting.  Read from its state, not from a post-close
+        callback: core runs those once its journal is gone, and one that
+        fails before ours (warming the caches, a Ctrl-C meanwhile) would
+        hide the commit."""
+        if self._watched is None or self._aborted:
+            return False
+        tr = self._watched()
+        return tr is None or not tr.running()
 
     def end(self):
         """nothing is registered once the apply is over; the transaction
@@ -171,6 +186,6 @@ class ApplyJournal:
 
         Nothing is removed once the transaction committed.
         """
-        if self.committed:
+        if self.committed():
             return None
         return self._takeback.undo()

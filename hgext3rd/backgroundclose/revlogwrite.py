@@ -53,7 +53,7 @@ from mercurial import (
 )
 
 from . import (
-    handover,
+    handedfiles,
     seams,
     session as sessionmod,
 )
@@ -195,9 +195,9 @@ def vfsopen(session, orig, self, path, mode=b'rb', *args, **kwargs):
             orig, self, path, mode, kwargs,
             handing=(path, session.closed_one),
         )
-        if handover.hands_itself_over(fp):
+        if handedfiles.hands_itself_over(fp):
             return fp
-    return handover.HandedOverFile(
+    return handedfiles.HandedOverFile(
         fp, closer, path, fd, session.files, onclose=session.closed_one
     )
 

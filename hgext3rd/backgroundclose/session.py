@@ -91,8 +91,7 @@ class Session:
             else seams.installed(seams.bound(self, [openseam]))
         )
         self.leaving = False
-        # the teardown's steps done (see finish())
-        self._closersdone = False
+        # the teardown's second step done (see finish())
         self.taken_back = False
 
     def applying_thread(self):
@@ -175,27 +174,33 @@ class Session:
 
         Each of the two steps is done once, whoever calls first: the seam's
         closer context as it is left, the transaction's abort, and, last,
-        ``run()``, the outermost frame, which finds the rest done.  A step
-        an interrupt cut short is done again by the next call.  A closer
-        that raised a failure is finished all the same, and makes the
-        session a failing one (docs/design.rst, "Teardown")."""
+        ``run()``, the outermost frame, which finds the rest done.  Each
+        step's state says whether it ran to its end (a closer's
+        ``finished``, ``taken_back``): one an interrupt cut short is done
+        again by the next call (docs/design.rst, "Teardown")."""
         self.running = False
-        interrupted = None
         try:
-            if not self._closersdone:
-                try:
-                    self.finish_closers(failing)
-                except BaseException:
-                    failing = True
-                    raise
-                finally:
-                    self._closersdone = True
+            if not self.closers_finished():
+                self.finish_closers(failing)
         finally:
             if failing and not self.taken_back:
                 interrupted = self.take_back()
                 self.taken_back = True
-        if interrupted is not None:
-            raise interrupted
+                if interrupted is not None:
+                    # raised in place of a closer's failure, if any (its
+                    # context): the user asked the command to stop
+                    raise interrupted
+
+    def closers(self):
+        """the session's closers, once made"""
+        return (self.closer,)
+
+    def closers_finished(self):
+        """whether every closer of the session is finished (its threads
+        joined): the teardown's first step is done"""
+        return all(
+            closer.finished for closer in self.closers() if closer is not None
+        )
 
     def take_back(self):
         """after a failure, once every close handed over is done: close

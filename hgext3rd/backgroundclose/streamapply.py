@@ -45,7 +45,7 @@ from . import (
     deferredwrite,
     directories,
     engine,
-    handover,
+    handedfiles,
     journal as journalmod,
     malformed,
     report as reportmod,
@@ -157,7 +157,7 @@ class ApplySession(sessionmod.Session):
         )
         # see hold_limit(): the closer's queue length is fixed
         self.lanehold = (
-            handover.hold_limit(self.closer.maxqueue)
+            handedfiles.hold_limit(self.closer.maxqueue)
             if self.closer.native
             else 0
         )
@@ -181,7 +181,7 @@ class ApplySession(sessionmod.Session):
         return path
 
     def hold_limit(self):
-        """the largest file the lane's thread writes (handover.hold_limit),
+        """the largest file the lane's thread writes (handedfiles.hold_limit),
         or 0: where the lane takes descriptors (``OwnedFiles.
         takes_descriptors``), and no writer threads hold files' data
         meanwhile (their budget is the memory allowed).  Asked once a
@@ -217,13 +217,20 @@ class ApplySession(sessionmod.Session):
         if first is not None:
             raise first
 
+    def closers(self):
+        return (self.wholefiles.closer, self.closer)
+
     def finish(self, failing):
-        # nothing is registered once the apply is over; the transaction
-        # may outlive the session (an outer one), which must not keep it,
-        # nor the stream
-        self.journal.end()
-        self.stream = None
-        super().finish(failing)
+        try:
+            super().finish(failing)
+        finally:
+            # nothing is registered once the closers are finished (the
+            # writers' last files registered); the transaction may outlive
+            # the session (an outer one), which must not keep it, nor the
+            # stream
+            if self.closers_finished():
+                self.journal.end()
+                self.stream = None
 
     def take_back(self):
         """after a failure, once the closers are finished: stop core's
@@ -232,7 +239,7 @@ class ApplySession(sessionmod.Session):
         interrupt one of these absorbed, or None."""
         interrupted = self.v2.stop_core_writers()
         self.files.release()
-        self.v2.release_core_s_file()
+        self.v2.close_lost_core_descriptor()
         undone = self.journal.undo()
         return undone if interrupted is None else interrupted
 

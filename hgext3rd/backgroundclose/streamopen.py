@@ -29,7 +29,7 @@ from . import (
     compat,
     deferredwrite,
     engine,
-    handover,
+    handedfiles,
 )
 
 # CPU time of the calling thread: an open that burns it is no wait
@@ -125,7 +125,7 @@ class StreamOpener:
         """open a file the stream writes on this thread, its writes
         counted: a DescriptorFile where the C module is built (opened by
         ``_open_direct`` unless the open has other arguments), else a
-        HandedOverFile over core's file (handover.py); the latter too for
+        HandedOverFile over core's file (handedfiles.py); the latter too for
         a sample while files are left to core (``_leaves_opens``) if the
         open has other arguments
 
@@ -176,12 +176,12 @@ class StreamOpener:
                 directories.forget(vfs.base, dirname)
                 self._make_parents(vfs, path, mode, dirname, kwargs)
         session.lastcore = False
-        if type(fp) is handover.DescriptorFile:
+        if type(fp) is handedfiles.DescriptorFile:
             return fp  # counts its writes, hands itself over
         name = getattr(fp, 'name', None)  # what the vfs opened
         if type(name) is not bytes:
             name = vfs.join(path)
-        return handover.HandedOverFile(
+        return handedfiles.HandedOverFile(
             fp, session.closer, name, fd, files, writestat,
             onclose=session.closed_one, timed=session.timed,
         )
@@ -195,9 +195,9 @@ class StreamOpener:
         through), the file created, then core's ``_fixfilemode``.  The
         name is the vfs's own join.  Core's open itself, with a
         ``util.posixfile`` wrapper to take its descriptor, costs every
-        file more (README, "The stream's own opens").  Only for a name relative to the
-        vfs, and where no other extension wraps core's open
-        (``OwnedFiles.corecall``)."""
+        file more (README, "The stream's own opens").  Only for a name
+        relative to the vfs, and where no other extension wraps core's
+        open (``OwnedFiles.corecall``)."""
         session = self._session
         compat.audit(vfs, path, mode)
         directories = session.directories
@@ -241,7 +241,8 @@ class StreamOpener:
         wrap posixfile until files are left to core again (Session.
         closed_one removes it then), one wrapping more each sample"""
         session = self._session
-        return not session.files.wraps_posixfile() and session.leaves_files()
+        files = session.files
+        return not files.wraps_posixfile() and session.leaves_files()
 
     def _make_parents(self, vfs, path, mode, dirname, kwargs):
         if kwargs.get('auditpath', True):
@@ -269,12 +270,12 @@ class StreamOpener:
         return fp, fd, session.writes
 
     def _descriptor_file(self, fd, name):
-        """the file a vfs opens for the lane (handover.DescriptorFile); a
+        """the file a vfs opens for the lane (handedfiles.DescriptorFile); a
         small one is written by the lane's thread while the lane takes
         descriptors (nothing reads a stream's files before its closes
         are done)"""
         session = self._session
-        return handover.DescriptorFile(
+        return handedfiles.DescriptorFile(
             fd, name, session.closer, session.files, session.writes,
             onclose=session.closed_one, timed=session.timed,
             hold=session.hold_limit(),

@@ -78,7 +78,8 @@ class StreamV2Writer:
         reading thread.  Core is told it is known; the file's writer is
         told what to make."""
         session = self._session
-        if not session.writepolicy.deferring or session.wholefiles.closer is None:
+        writers = session.wholefiles.closer
+        if not session.writepolicy.deferring or writers is None:
             return
         real = vfs.join(path)
         # recorded for every file: the writers of two files of one new
@@ -209,8 +210,8 @@ class StreamV2Writer:
                 while self._corewriting:
                     left = deadline - time.monotonic()
                     if left <= 0:
-                        # left to their writes: a take-back again (the
-                        # transaction's abort) does not wait again
+                        # left to their writes: a take-back done again
+                        # (the first one cut short) does not wait again
                         self._writersleft = True
                         break
                     self._corewriters.wait(min(left, 0.1))
@@ -390,13 +391,12 @@ class StreamV2Writer:
         session = self._session
         # the stream's files left: never more than it declared (at least
         # the one read, should a wrapper of another extension's add more)
-        count = max(
-            1, min(session.skipping, session.expectedcount - session.streamfiles)
-        )
+        left = session.expectedcount - session.streamfiles
+        count = max(1, min(session.skipping, left))
         session.lastcore = True
         files = itertools.chain((first,), itertools.islice(info, count - 1))
         # on failure corefile stays, for core_file_abort() and
-        # release_core_s_file()
+        # close_lost_core_descriptor()
         writefiles(self._handed_to_core(files))
         self.corefile = None
         session.lastcore = False
@@ -424,7 +424,7 @@ class StreamV2Writer:
             self.corefile = None
         self.corefile = path  # core closes it
 
-    def release_core_s_file(self):
+    def close_lost_core_descriptor(self):
         """after a failure, once every thread is done: close the descriptor
         core's _write_files opened and lost.  A signal raised as its
         os.open() returns (CPython runs handlers right after a call) loses
@@ -540,6 +540,10 @@ def prepare_streamed_file(
 
 
 def write_files(session, orig, info):
+    if session.cancelled.is_set():
+        # the apply failed and is taken back: a writer thread of core's
+        # that only starts now writes nothing
+        return None
     if not session.running:
         return orig(info)
     return session.v2.write_files(orig, info)

@@ -37,7 +37,7 @@ from mercurial import (
 from . import (
     compat,
     engine,
-    handover,
+    handedfiles,
     seams,
     session as sessionmod,
 )
@@ -109,9 +109,9 @@ class WorkingCopyCloser(sessionmod.Session):
         fp, fd = self.files.open_through(
             orig, vfs, path, mode, kwargs, joined, self._descriptor_file
         )
-        if type(fp) is handover.DescriptorFile:
+        if type(fp) is handedfiles.DescriptorFile:
             return fp
-        return handover.HandedOverFile(fp, self.closer, joined, fd, self.files)
+        return handedfiles.HandedOverFile(fp, self.closer, joined, fd, self.files)
 
     def _open_direct(self, vfs, path, mode):
         """what core's ``vfs.__call__`` does for a file opened ``'w'``, the
@@ -137,7 +137,7 @@ class WorkingCopyCloser(sessionmod.Session):
         return fp
 
     def _descriptor_file(self, fd, name):
-        return handover.DescriptorFile(fd, name, self.closer, self.files)
+        return handedfiles.DescriptorFile(fd, name, self.closer, self.files)
 
 
 def backgroundfilecloser(orig, ui, expectedcount=-1):

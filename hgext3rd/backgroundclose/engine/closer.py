@@ -170,6 +170,9 @@ class Closer:
         # whether any file was handed over: until then the pool has no
         # failure to ask about
         self._handedany = False
+        # finish() ran to its end: every close done or left to its thread,
+        # every thread joined or left
+        self.finished = False
         # finish() left closes that hang to the threads
         self.abandoned = False
         self._book = StatsBook(('close',))
@@ -656,6 +659,7 @@ class Closer:
                     deadline = time.monotonic() + self.GRACE
                     if on_interrupt is not None:
                         on_interrupt()
+        self.finished = True
         failures = self._failures
         failures.collect()
         if absorbed is not None:
