@@ -607,7 +607,7 @@ def test_file_closed_once_when_interrupted_after_it_was_queued():
     closer = closer_for(files, policy=closermod.BACKGROUND, threads=1,
                         maxthreads=8, maxqueue=16, window=1)
     closer.start()  # the first thread; the test interrupts the next ones
-    original_start = closer._start_workers
+    original_start = closer._sizer.start
     calls = []
 
     def interrupting_start(count):
@@ -616,11 +616,11 @@ def test_file_closed_once_when_interrupted_after_it_was_queued():
 
     with pytest.raises(KeyboardInterrupt):
         with closer:
-            closer._start_workers = interrupting_start
+            closer._sizer.start = interrupting_start
             for target in range(100):
                 files.opened()
                 closer.close(target)
-    closer._start_workers = original_start
+    closer._sizer.start = original_start
     assert calls, 'the pool never tried to grow: the test proves nothing'
     # every file submitted was closed exactly once: by a worker, or by the
     # submitter that took it back
@@ -833,18 +833,18 @@ def test_a_taken_back_submission_is_not_waited_for():
     closer = closer_for(files, policy=closermod.BACKGROUND, threads=1,
                         maxthreads=8, maxqueue=16, window=1, tracknames=True)
     closer.start()  # the first thread; the test interrupts the next ones
-    original_start = closer._start_workers
+    original_start = closer._sizer.start
     names = []
 
     def interrupting_start(count):
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        closer._start_workers = interrupting_start
+        closer._sizer.start = interrupting_start
         for target in range(100):
             names.append('data/f%d.i' % target)
             closer.close(target, names[-1])
-    closer._start_workers = original_start
+    closer._sizer.start = original_start
     for name in names:
         run_bounded(lambda: closer.wait_for(name), seconds=10)
     assert not closer.has_pending_any()
@@ -1399,13 +1399,13 @@ def test_an_interrupt_while_the_first_threads_start_still_closes_the_file():
     files = Files()
     closer = closer_for(files, policy=closermod.BACKGROUND, threads=4)
     deferred = Deferred()
-    original_start = closer._start_workers
+    original_start = closer._sizer.start
 
     def interrupted_start(count):
         original_start(min(count, 2))  # two threads run, then the signal
         raise KeyboardInterrupt
 
-    closer._start_workers = interrupted_start
+    closer._sizer.start = interrupted_start
     for target in ('first', deferred):
         try:
             closer.close(target, 'data/f.i')
@@ -1415,7 +1415,7 @@ def test_an_interrupt_while_the_first_threads_start_still_closes_the_file():
             pytest.fail('the interrupt was lost')
     assert files.closed == ['first'] and deferred.discarded
     # the next close starts only the threads still missing
-    closer._start_workers = original_start
+    closer._sizer.start = original_start
     closer.close('second')
     assert closer.threadcount == 4
     run_bounded(closer.finish)

@@ -1064,6 +1064,18 @@ def test_core_s_v2_writer_cut_inside_the_last_file_aborts(
     assert not repo.svfs.exists(files[-1][0])
 
 
+def journaled_repo(repo_with, writers):
+    """the cheap_closes_repo's settings, the journal on, and writer threads
+    always (``writers``) or never"""
+    return repo_with([
+        (b'backgroundclosemaxthreadcount', b'4'),
+        (b'backgroundclosenative', b'yes'),
+        (b'backgroundclosethreshold', b'100000'),
+        (b'backgroundclosewrites', b'yes' if writers else b'no'),
+        (b'backgroundclosejournal', b'yes'),
+    ])
+
+
 @needs_v2_writer
 def test_a_journaled_stream_v2_registers_the_files_of_its_skips(
     repo_with, monkeypatch
@@ -1071,13 +1083,7 @@ def test_a_journaled_stream_v2_registers_the_files_of_its_skips(
     # the cheap_closes_repo's settings, and the journal: each file is
     # registered with the transaction by the session, once opened, also
     # those of a skip (written as core would, not by core's writer)
-    repo = repo_with([
-        (b'backgroundclosemaxthreadcount', b'4'),
-        (b'backgroundclosenative', b'yes'),
-        (b'backgroundclosethreshold', b'100000'),
-        (b'backgroundclosewrites', b'no'),
-        (b'backgroundclosejournal', b'yes'),
-    ])
+    repo = journaled_repo(repo_with, writers=False)
     monkeypatch.setattr(policymod.SkipSchedule, 'SKIP', 8)
     count = policymod.SkipSchedule.SAMPLE * 2
     sessions = sessions_made(monkeypatch)
@@ -1103,13 +1109,7 @@ def test_files_the_writers_finish_as_the_apply_ends_are_registered(
     # hg recover after a kill removes them too
     from mercurial import transaction
 
-    repo = repo_with([
-        (b'backgroundclosemaxthreadcount', b'4'),
-        (b'backgroundclosenative', b'yes'),
-        (b'backgroundclosethreshold', b'100000'),
-        (b'backgroundclosewrites', b'yes'),
-        (b'backgroundclosejournal', b'yes'),
-    ])
+    repo = journaled_repo(repo_with, writers=True)
     added = []
     add = transaction.transaction.add
 

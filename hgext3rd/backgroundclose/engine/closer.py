@@ -34,6 +34,7 @@ from .descriptors import (
 )
 from .failures import Failures
 from .policy import ADAPTIVE
+from .sizing import PoolSizer
 from .stats import StatsBook, stat_clock
 from .threads import cpu_demand, cpu_mark
 
@@ -159,6 +160,8 @@ class Closer:
             native, maxqueue, self._policy.maxthreads, self._closefn,
             owned, tracknames, clock,
         )
+        # how many threads it runs
+        self._sizer = PoolSizer(self._policy, self._pool, self._lock, maxqueue)
         # what failed, raised on the thread that made the closer
         self._failures = Failures(self._pool)
         self._owner = self._failures.owner
@@ -335,10 +338,8 @@ class Closer:
         owner that wants to know now whether any thread starts"""
         with self._lock:
             if self._startpending and not self._stopping:
-                # those missing: a start interrupted half-way is tried again
-                self._start_workers(
-                    max(0, self._policy.threads - self._pool.threads)
-                )
+                # a start interrupted half-way is tried again
+                self._sizer.start_missing()
             # only once it returned: interrupted, the next close tries again
             self._startpending = False
 
@@ -426,7 +427,7 @@ class Closer:
                     # parked threads for those queued
                     self._pool.kick()
         elif policy.policy == ADAPTIVE and not self._stopping:
-            self._learn_inline(duration)
+            self._sizer.learn_inline(duration)
 
     def _hand_over(self, target, name, data, start):
         """hand ``target`` to the pool, unless it is to be closed inline:
@@ -449,7 +450,7 @@ class Closer:
                 # the pool is too small for this latency: grow it now
                 # (closes that hang keep it full: a thread a file at most)
                 with self._lock:
-                    self._start_workers(1)
+                    self._sizer.start(1)
         except BaseException:
             # interrupted before the hand-over (sizing the pool starts
             # threads, and waits for them): the file is still ours
@@ -505,13 +506,13 @@ class Closer:
                 # read unlocked by close(): meanwhile a probe sent closing
                 # back inline, or the closer stopped.  Closed here, below
                 if routine:
-                    self._account_locked(routine)
+                    self._sizer.account(routine)
                 return _INLINE
             if policy.take_probe():
                 if routine:
-                    self._account_locked(routine)
+                    self._sizer.account(routine)
                 return _PROBE
-            self._account_locked(routine + 1)
+            self._sizer.account(routine + 1)
             granted = 0
             if owner and not self._shared:
                 granted = policy.routine_handovers()
@@ -520,60 +521,6 @@ class Closer:
     def holds(self, target):
         """whether ``target`` was handed over and is not closed yet"""
         return self._pool.holds(target)
-
-    def _account_locked(self, count=1):
-        """count ``count`` submissions: size the pool at every window, and
-        count down to the next probe"""
-        interval = self._policy.account(count)
-        if interval is not None:
-            self._grow_locked(interval)
-
-    def _learn_inline(self, duration):
-        # called by whichever thread closed inline; a race between two
-        # writer threads here only blurs the estimate a little (or counts
-        # one close of the other's in a run of slow closes)
-        policy = self._policy
-        if not policy.learn_inline(duration):
-            return
-        with self._lock:
-            if policy.background or policy.threadless:
-                return
-            # threads first: other submitters read ``background`` unlocked
-            # and must find a pool behind it
-            running = self._pool.threads
-            if running < policy.threads:
-                self._start_workers(policy.threads - running)
-            if self._pool.threads:  # else none could be started
-                policy.switch_to_background(duration)
-
-    def _grow_locked(self, interval):
-        """start the threads the policy wants for one submission every
-        ``interval`` seconds"""
-        running = self._pool.threads
-        backlog = self._pool.queued > self.maxqueue // 2
-        need = self._policy.threads_needed(interval, running, backlog)
-        if need > running:
-            self._start_workers(need - running)
-
-    def _start_workers(self, count):
-        """start ``count`` more threads, within the policy's cap (with the
-        lock held)
-
-        A thread the system refuses to start (a process limit in a
-        container, little address space) caps the pool at what runs; with
-        no thread at all the closer closes inline from then on, and the
-        apply goes on.
-        """
-        policy = self._policy
-        if policy.threadless:
-            return
-        pool = self._pool
-        wanted = min(pool.threads + count, policy.thread_cap())
-        if wanted <= pool.threads:
-            return
-        running = pool.start(wanted)
-        if running < wanted and not self._stopping:
-            policy.refused(running)
 
     # completion ---------------------------------------------------------
 
@@ -672,7 +619,7 @@ class Closer:
         and join the threads: True, or False once ``deadline`` (of
         time.monotonic()) has passed, if any"""
         with self._lock:
-            self._stopping = True
+            self._stopping = self._sizer.stopping = True
             self._end_routine()
         return self._pool.stop(deadline)
 
@@ -694,6 +641,10 @@ class Closer:
         self._lock = threading.Lock()
         self._book.disown()
         self._pool = self._pool.disowned()
+        self._sizer = PoolSizer(
+            self._policy, self._pool, self._lock, self.maxqueue
+        )
+        self._sizer.stopping = True
         self._queue = self._pool.queue
         self._poolwrites = self._pool.writes_on_threads
         self._failures.disown(self._pool)
