@@ -95,6 +95,10 @@ def _open_modes(kind):
 
 _OPEN_MODES = {str: _open_modes(str), bytes: _open_modes(bytes)}
 
+# read for every file opened: module globals, one lookup each
+_HANDING = handedfiles.HANDING
+_ARMED_BY_OPEN = handedfiles.ARMED_BY_OPEN
+
 class OwnedFiles:
     """one session's descriptors opened for the lane and not handed over
     yet (``closer.owned``), and the file object over each"""
@@ -210,7 +214,7 @@ class OwnedFiles:
         fd, self._opened = self._opened, None
         if fd is not None:
             made = self._files.get(fd)
-            if type(made) in handedfiles.HANDING and fp is not made:
+            if type(made) in _HANDING and fp is not made:
                 # the vfs returned another file object around it (core's
                 # for backgroundclose=True, another extension's wrapper):
                 # a buffered file like open()'s from here on, the caller's
@@ -218,7 +222,7 @@ class OwnedFiles:
                 # close the number twice)
                 made._fd = None
                 made._armed = True
-            elif type(made) in handedfiles.ARMED_BY_OPEN:
+            elif type(made) in _ARMED_BY_OPEN:
                 # the caller's from here on: if core drops it unclosed, its
                 # finalizer closes fd.  Armed first, then held weakly: an
                 # interrupt in between leaves it held, for release()
