@@ -1798,6 +1798,9 @@ def test_the_file_core_s_writer_works_on_is_known_without_its_frames(
         for path in (b'a', b'b'):
             seen.append(('parse', path, v2.corefile))
             yield path, None, data(path)
+        # a small file's data, read with its header: passed on as it is
+        seen.append(('parse', b'c', v2.corefile))
+        yield b'c', None, iter([b'x'])
 
     for path, _mode, chunks in v2._handed_to_core(files()):
         seen.append(('open', path, v2.corefile))
@@ -1812,6 +1815,9 @@ def test_the_file_core_s_writer_works_on_is_known_without_its_frames(
             ('read', path, None), ('write', path, path),
             ('read', path, None), ('close', path, path),
         ]
+    ] + [
+        ('parse', b'c', None), ('open', b'c', b'c'), ('write', b'c', b'c'),
+        ('close', b'c', b'c'),
     ]
     # what fails meanwhile is named by it, a dead mount's error too
     joined = cheap_closes_repo.store.rawvfs.join(b'data/_a.i')

@@ -83,19 +83,26 @@ def test_the_teardown_raises_the_interrupt_it_absorbed_once_done(
     assert session.taken_back
 
 
-@pytest.mark.parametrize('after', ['nothing', 'a post-close callback fails'])
+@pytest.mark.parametrize(
+    'after', ['nothing', 'a post-close callback fails', 'the close fails'])
 def test_nothing_is_taken_back_once_the_transaction_committed(
-    applied, after
+    applied, monkeypatch, after
 ):
     # a failure after the apply's transaction committed (in the consumer
     # after it, or in the command around it, or in one of the transaction's
     # own post-close callbacks, which core runs once its journal is gone)
-    # leaves the repository's new files alone: they are its history now
+    # leaves the repository's new files alone: they are its history now.
+    # A close that fails before its journal is gone committed nothing
+    from mercurial import error, transaction
+
     session, written = applied
     repo = session._repo
 
     def warming(tr):
         raise KeyboardInterrupt  # a Ctrl-C while caches are warmed
+
+    def full(tr):
+        raise error.Abort(b'No space left on device')  # writing undo files
 
     with repo.lock():
         tr = repo.transaction(b'test')
@@ -103,15 +110,27 @@ def test_nothing_is_taken_back_once_the_transaction_committed(
             session.watch_transaction()
             if after == 'nothing':
                 tr.close()
-            else:
+            elif after == 'a post-close callback fails':
                 tr.addpostclose(b'-warm-cache', warming)
                 with pytest.raises(KeyboardInterrupt):
                     tr.close()
+            else:
+                monkeypatch.setattr(transaction.transaction, '_writeundo',
+                                    full)
+                with pytest.raises(error.Abort):
+                    tr.close()
+                assert not tr.running()
         finally:
             tr.release()
-    escaping(lambda: session.finish(failing=True))
-    assert session.taken_back
-    assert all(os.path.exists(p) for p in written)
+        escaping(lambda: session.finish(failing=True))
+        assert session.taken_back
+        committed = after != 'the close fails'
+        assert [os.path.exists(p) for p in written] == [committed] * len(
+            written)
+    if after == 'the close fails':
+        # left for hg recover: core's finalizer would fail to abort it, its
+        # journal file closed already
+        tr._journal = None
 
 
 def test_a_teardown_cut_short_before_the_closer_finished_finishes_it_next(
@@ -137,21 +156,6 @@ def test_a_teardown_cut_short_before_the_closer_finished_finishes_it_next(
     assert session.closer.finished
     assert len(calls) == 2
     assert not any(os.path.exists(p) for p in written)
-
-
-def test_a_core_writer_thread_that_starts_after_the_take_back_writes_nothing(
-    applied
-):
-    # a second Ctrl-C cut core's join() of its writer threads short: one
-    # that only starts now finds the session ended, and must not write
-    # with core's own _write_files after the take-back
-    session, written = applied
-    escaping(lambda: session.finish(failing=True))
-    called = []
-    assert streamapply.streamv2.write_files(
-        session, lambda info: called.append(info), [(b'/x', None, [])]
-    ) is None
-    assert called == []
 
 
 def test_a_third_ctrl_c_leaves_a_take_back_that_hangs(applied, monkeypatch):
@@ -378,6 +382,18 @@ def test_the_abort_removes_a_registered_file_even_without_the_undo(
     repo.svfs.write(b'data/Foo.i', b'x')
     repo.currenttransaction().abort()
     assert not repo.svfs.exists(b'data/Foo.i')
+
+
+@pytest.mark.parametrize('end', ['abort', 'close'])
+def test_a_writer_that_registers_after_the_transaction_ended_adds_nothing(
+    journaling, end
+):
+    # a writer thread left to a slow file as the apply's transaction ends:
+    # registering then would raise core's "transaction already
+    # committed/aborted" on that thread; its file is the take-back's
+    session, repo, journals = journaling
+    getattr(repo.currenttransaction(), end)()
+    session.journal.register(repo.svfs, b'data/late.i')
 
 
 def opening(session, repo, name):

@@ -75,6 +75,20 @@ def parallel_stream_v2(ui):
 ABORT_REMOVES_NEW_FILES = hasattr(transaction, 'has_abandoned_transaction')
 
 
+def transaction_committed(tr):
+    """whether the transaction ``tr`` ended by committing: not running,
+    its journal gone (core drops it once ``close()`` is done, and once an
+    abort is), and not aborted (an abort zeroes its count of users, a
+    commit leaves it).  Private attributes of every release from 6.5 to
+    7.2; where one is missing, the answer is "not committed", which takes
+    a failed apply back as before."""
+    if tr.running():
+        return False
+    if getattr(tr, '_journal', b'') is not None:
+        return False
+    return getattr(tr, '_usages', 0) > 0
+
+
 def remove_new_files_on_abort(tr):
     """make ``tr``'s abort remove the files registered with it at offset 0
     on Mercurial 6.5 too, as later releases do, instead of making them

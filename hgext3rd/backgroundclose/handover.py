@@ -99,6 +99,7 @@ _OPEN_MODES = {str: _open_modes(str), bytes: _open_modes(bytes)}
 _HANDING = handedfiles.HANDING
 _ARMED_BY_OPEN = handedfiles.ARMED_BY_OPEN
 
+
 class OwnedFiles:
     """one session's descriptors opened for the lane and not handed over
     yet (``closer.owned``), and the file object over each"""

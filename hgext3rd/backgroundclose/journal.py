@@ -94,10 +94,14 @@ class ApplyJournal:
         file itself.  Raises FileError if the journal cannot take it.
         """
         tr = self._tr
-        if tr is None or vfs is not self._svfs or self._cancelled.is_set():
+        if tr is None or vfs is not self._svfs:
             return
         try:
             with self._registering:
+                # a writer thread may get here as the apply fails, or as
+                # its transaction aborts: too late to add anything
+                if self._cancelled.is_set() or not tr.running():
+                    return
                 tr.add(path, 0)
         except OSError as exc:
             raise engine.FileError(vfs.join(path), exc, 'opening') from exc
@@ -145,15 +149,16 @@ class ApplyJournal:
         tr.addabort(b'backgroundclose-undo', aborting)
 
     def committed(self):
-        """whether the transaction the apply ran in committed: it ended,
-        and not by aborting.  Read from its state, not from a post-close
-        callback: core runs those once its journal is gone, and one that
-        fails before ours (warming the caches, a Ctrl-C meanwhile) would
-        hide the commit."""
+        """whether the transaction the apply ran in committed
+        (compat.transaction_committed; gone, it ended, and not by
+        aborting).  Read from its state, not from a post-close callback:
+        core runs those once its journal is gone, and one that fails
+        before ours (warming the caches, a Ctrl-C meanwhile) would hide
+        the commit."""
         if self._watched is None or self._aborted:
             return False
         tr = self._watched()
-        return tr is None or not tr.running()
+        return tr is None or compat.transaction_committed(tr)
 
     def end(self):
         """nothing is registered once the apply is over; the transaction

@@ -27,14 +27,12 @@ and the wrappers.
 """
 
 import contextlib
-import errno
 import os
 import threading
 
 from mercurial.i18n import _
 from mercurial import (
     error,
-    streamclone,
     util,
     vfs as vfsmod,
 )
@@ -56,15 +54,6 @@ from . import (
     streamv2,
 )
 from .engine import policy as policymod
-
-# errors a write into a file a consumer of core's opened may raise without
-# a file name
-_WRITE_ERRNOS = frozenset(
-    getattr(errno, name)
-    for name in ('ENOSPC', 'EDQUOT', 'EFBIG', 'EIO')
-    if hasattr(errno, name)
-)
-
 
 class ApplySession(sessionmod.Session):
     """one stream apply: its closer, its timings, how to name its files"""
@@ -389,7 +378,8 @@ class ApplySession(sessionmod.Session):
         does not come from there, or the file cannot be told.  No wrapper
         saw the file open: an open names its file in the error; a write
         or close is core's stream v2 writer's (``StreamV2Writer.corefile``)
-        or the consumer's, into its open file (_written_by_consumer), once
+        or the consumer's, into its open file
+        (streamopen.written_by_consumer), once
         a file left to core was copied."""
         if self._streamdone or not (self.leaving or self.lastcore):
             return None
@@ -402,7 +392,7 @@ class ApplySession(sessionmod.Session):
             action = 'opening'
         elif exc.filename is None and self.lastcore:
             if self.opens_through_vfs:
-                joined = _written_by_consumer(exc)
+                joined = streamopen.written_by_consumer(exc)
             elif self.v2.corefile is not None:
                 joined = os.path.normpath(self.v2.corefile)
             else:
@@ -470,32 +460,6 @@ class ApplySession(sessionmod.Session):
             seam.install()
 
 
-def _written_by_consumer(exc):
-    """the file core's stream consumer was writing when it raised ``exc``,
-    as it was opened; None if not from there.
-
-    The one place the extension reads a frame of core's: while files are
-    left to core the open wrapper is away (it would cost each of them a
-    call), so no wrapper saw the file open, and the consumer's frame is
-    the only place its name is.  The innermost Python frame ``exc`` went
-    through must be a consumer's (a write or close it called, not code it
-    called to read the stream), and the error one a write raises.  Every
-    consumer from Mercurial 6.5 to 7.2 calls the file it writes ``ofp``;
-    where that is not so, the error is shown as core shows it, unnamed."""
-    tb = exc.__traceback__
-    if tb is None or exc.errno not in _WRITE_ERRNOS:
-        # a consumer reads the stream itself too (a failed read of it is
-        # mostly raised deeper, where it reads)
-        return None
-    while tb.tb_next is not None:
-        tb = tb.tb_next
-    frame = tb.tb_frame
-    if frame.f_globals.get('__name__') != streamclone.__name__:
-        return None
-    name = getattr(frame.f_locals.get('ofp'), 'name', None)
-    return os.path.normpath(name) if type(name) is bytes else None
-
-
 class SessionCloser:
     """what vfs.backgroundclosing() gets during a session
 
@@ -515,8 +479,9 @@ class SessionCloser:
         # joined, even if interrupted meanwhile, then the first failure
         # raised.  Failing, the files are taken back now, inside the
         # transaction, so that its abort runs with the disk space they
-        # used.  (Stream v2 enters one of these per vfs: the second exit
-        # finds the teardown done.)
+        # used; a close that fails here is taken back by that abort
+        # (finish_on_abort).  Stream v2 enters one of these per vfs: the
+        # second exit finds the teardown done.
         self._session.finish(failing)
         if not failing:
             self._session.check_complete()

@@ -18,9 +18,12 @@ Once opens are measured waiting, a ``DeferredFile`` instead, written
 whole by a writer thread (deferredwrite.py).
 """
 
+import errno
+import os
 import time
 
 from mercurial import (
+    streamclone,
     util,
     vfs as vfsmod,
 )
@@ -35,6 +38,14 @@ from . import (
 # CPU time of the calling thread: an open that burns it is no wait
 _thread_time = time.thread_time
 _blocked = engine.slept
+
+# errors a write into a file a consumer of core's opened may raise without
+# a file name
+_WRITE_ERRNOS = frozenset(
+    getattr(errno, name)
+    for name in ('ENOSPC', 'EDQUOT', 'EFBIG', 'EIO')
+    if hasattr(errno, name)
+)
 
 
 class StreamOpener:
@@ -280,3 +291,29 @@ class StreamOpener:
             onclose=session.closed_one, timed=session.timed,
             hold=session.hold_limit(),
         )
+
+
+def written_by_consumer(exc):
+    """the file core's stream consumer was writing when it raised ``exc``,
+    as it was opened; None if not from there.
+
+    The one place the extension reads a frame of core's: while files are
+    left to core the open wrapper is away (it would cost each of them a
+    call), so no wrapper saw the file open, and the consumer's frame is
+    the only place its name is.  The innermost Python frame ``exc`` went
+    through must be a consumer's (a write or close it called, not code it
+    called to read the stream), and the error one a write raises.  Every
+    consumer from Mercurial 6.5 to 7.2 calls the file it writes ``ofp``;
+    where that is not so, the error is shown as core shows it, unnamed."""
+    tb = exc.__traceback__
+    if tb is None or exc.errno not in _WRITE_ERRNOS:
+        # a consumer reads the stream itself too (a failed read of it is
+        # mostly raised deeper, where it reads)
+        return None
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    frame = tb.tb_frame
+    if frame.f_globals.get('__name__') != streamclone.__name__:
+        return None
+    name = getattr(frame.f_locals.get('ofp'), 'name', None)
+    return os.path.normpath(name) if type(name) is bytes else None

@@ -40,6 +40,9 @@ _blocked = engine.slept
 
 _OPEN_FLAGS = os.O_WRONLY | os.O_CREAT | getattr(os, 'O_BINARY', 0)
 
+# what core's parser yields as the data of a small file, read already
+_LIST_ITERATOR = type(iter([]))
+
 
 class StreamV2Writer:
     """the stream v2 files of one ``session`` (streamapply.ApplySession)"""
@@ -409,10 +412,13 @@ class StreamV2Writer:
     def _handed_to_core(self, files):
         """``files`` as core's _write_files takes them: ``corefile`` is the
         one it opens, writes or closes, None while the stream is read (a
-        failure there is no file's)"""
+        failure there is no file's).  A file's data read already (a small
+        file's, in a list) is passed on as it is: reading it cannot fail"""
         for path, mode, data in files:
             self.corefile = path
-            yield path, mode, self._copied_by_core(path, data)
+            if type(data) is not _LIST_ITERATOR:
+                data = self._copied_by_core(path, data)
+            yield path, mode, data
             self.corefile = None
 
     def _copied_by_core(self, path, data):
@@ -540,10 +546,6 @@ def prepare_streamed_file(
 
 
 def write_files(session, orig, info):
-    if session.cancelled.is_set():
-        # the apply failed and is taken back: a writer thread of core's
-        # that only starts now writes nothing
-        return None
     if not session.running:
         return orig(info)
     return session.v2.write_files(orig, info)

@@ -638,6 +638,9 @@ class Closer:
         forked child of the one that made the closer (see
         _disown_after_fork); whatever the child still closes, it closes
         inline"""
+        # first: should the rest fail, nothing starts a thread or takes
+        # the parent's lock (the sizer's) from here on
+        self._stopping = True
         self._lock = threading.Lock()
         self._book.disown()
         self._pool = self._pool.disowned()
