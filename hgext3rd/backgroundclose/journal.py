@@ -39,7 +39,7 @@ class ApplyJournal:
         self._registering = threading.Lock()
         # stream v2 from Mercurial 7.0 on: path -> (store vfs, name) of each
         # file prepared, until it is opened (and registered)
-        self._streamnames = {}
+        self.storenames = {}
         # what the stream may write into, as it was, and how to remove
         # what it wrote
         self._takeback = takebackmod.TakeBack(
@@ -110,12 +110,12 @@ class ApplyJournal:
         """stream v2 from Mercurial 7.0 on: ``path`` of ``vfs`` will be
         written at ``real`` (by write_files): registered once opened"""
         if vfs is self._svfs and self.journaled:
-            self._streamnames[real] = (vfs, path)
+            self.storenames[real] = (vfs, path)
 
     def store_name(self, real):
         """stream v2 from Mercurial 7.0 on: the (store vfs, name) to
         register for the file about to be written at ``real``, or None"""
-        return self._streamnames.pop(real, None)
+        return self.storenames.pop(real, None)
 
     def register_opened(self, fp, vfs, path):
         """register ``fp``, just opened for ``path`` of ``vfs``; close it if

@@ -246,6 +246,8 @@ class StreamV2Writer:
         streamdirs = self._streamdirs
         journal = session.journal
         journaled = journal.journaled
+        # journal.store_name(), without its call: this runs for every file
+        storenames = journal.storenames
         decisions = session.closer.decisions
         lanehold = session.lanehold
         # a skip hands core's writer the rest of this very iterator
@@ -322,7 +324,7 @@ class StreamV2Writer:
                         blocked = _blocked(blockstart)
                     if writepolicy.learn(clock() - start, cpu, blocked):
                         wholefiles.start()
-                storename = journal.store_name(path)
+                storename = storenames.pop(path, None)
                 if storename is not None:
                     journal.register(*storename)  # before the first byte
                 holding = holdmost > 0
@@ -414,11 +416,11 @@ class StreamV2Writer:
         one it opens, writes or closes, None while the stream is read (a
         failure there is no file's).  A file's data read already (a small
         file's, in a list) is passed on as it is: reading it cannot fail"""
-        for path, mode, data in files:
-            self.corefile = path
-            if type(data) is not _LIST_ITERATOR:
-                data = self._copied_by_core(path, data)
-            yield path, mode, data
+        for item in files:
+            path = self.corefile = item[0]
+            if type(item[2]) is not _LIST_ITERATOR:
+                item = (path, item[1], self._copied_by_core(path, item[2]))
+            yield item  # as it came, for most files: no tuple made
             self.corefile = None
 
     def _copied_by_core(self, path, data):
