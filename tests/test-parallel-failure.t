@@ -47,15 +47,17 @@ thread, where the failure stops the apply all the same.
     files read from the stream: * stopped early: True (glob)
   par-yes-false: as new
 
-Ctrl-C while core's writer threads write (every close of theirs takes 2 ms
-here, so the main thread has read the whole stream and waits for them in
-core's join() when the signal comes): the writers stop at their next file,
-the take-back waits for them before it closes the descriptors the main
-thread kept and removes what was written, and nothing is written after it:
+Ctrl-C while core's writer threads write (every close of theirs takes 10
+ms here, so the main thread still reads the stream when the signal comes:
+core lets it read only so far ahead of the writers, and on the signal
+joins them before anything else, which would have them write every file
+read so far): the writers stop at their next file, the take-back waits
+for them before it closes the descriptors the main thread kept and
+removes what was written, and nothing is written after it:
 
   $ for native in true false; do
   >   hg init int-$native
-  >   SLOWCLOSE_US=2000 LD_PRELOAD="$SLOWCLOSE_SO" \
+  >   SLOWCLOSE_US=10000 LD_PRELOAD="$SLOWCLOSE_SO" \
   >     python3 "$TESTDIR/interrupt.py" INT int-$native/.hg/store 300 -- \
   >     -R int-$native -q debugapplystreamclonebundle v2.hg \
   >     --config worker.parallel-stream-bundle-processing=yes \

@@ -198,6 +198,20 @@ class StreamV2Writer:
                 self._corewriting -= 1
                 self._corewriters.notify_all()
 
+    def parsed(self, files):
+        """the files core's parser yields on the reading thread while its
+        writer threads write them (worker.parallel-stream-bundle-
+        processing).  An interrupt while it reads the stream, where the
+        reading thread mostly waits, comes out through here: the writers
+        are told to write nothing more right away.  Core then joins its
+        writers before anything else, and they would write every file
+        read so far first."""
+        try:
+            yield from files
+        except BaseException:
+            self._session.cancelled.set()
+            raise
+
     def stop_core_writers(self):
         """tell core's writer threads to write nothing more, and wait until
         each has left write_files(), at most the closer's grace period (a
@@ -555,12 +569,17 @@ def write_files(session, orig, info):
 
 def v2_parse_files(session, orig, *args, **kwargs):
     """the report core counts the bytes of every file it reads into
-    (called once an apply, before any file)"""
-    if session.usable():
-        for value in itertools.chain(args, kwargs.values()):
-            if type(value) is streamclone.V2Report:
-                session.v2.corereport = value
-    return orig(*args, **kwargs)
+    (called once an apply, before any file); and, where core's writer
+    threads write, the files it parses (StreamV2Writer.parsed)"""
+    if not session.usable():
+        return orig(*args, **kwargs)
+    for value in itertools.chain(args, kwargs.values()):
+        if type(value) is streamclone.V2Report:
+            session.v2.corereport = value
+    files = orig(*args, **kwargs)
+    if compat.parallel_stream_v2(session.ui):
+        return session.v2.parsed(files)
+    return files
 
 
 # with the report shown, for the directories core makes
