@@ -652,7 +652,6 @@ class Closer:
         self._poolwrites = self._pool.writes_on_threads
         self._failures.disown(self._pool)
         self._handedany = False
-        self._stopping = True
         self._policy.disown()
         self._owner = self._failures.owner
         self._ownclose = None

@@ -73,8 +73,6 @@ class PoolSizer:
                 return
             # threads first: other submitters read ``background`` unlocked
             # and must find a pool behind it
-            running = self._pool.threads
-            if running < policy.threads:
-                self.start(policy.threads - running)
+            self.start_missing()
             if self._pool.threads:  # else none could be started
                 policy.switch_to_background(duration)
