@@ -661,9 +661,9 @@ def test_names_tracked_only_when_asked():
         closer.wait_for('x')  # returns: nothing is tracked
 
 
-def test_finish_closes_everything_when_interrupted_while_joining():
-    # a rollback follows a failed changegroup step: whatever interrupts
-    # the wait, every file must be closed before finish() raises it
+def eight_held_closes():
+    """a background closer whose closes of the 8 files handed to it wait
+    until ``release`` is set: (closer, release, closed targets)"""
     release = threading.Event()
     closed = []
 
@@ -674,6 +674,13 @@ def test_finish_closes_everything_when_interrupted_while_joining():
     closer = Closer(policy=closermod.BACKGROUND, closefn=close, fdroom=None)
     for target in range(8):
         closer.close(target)
+    return closer, release, closed
+
+
+def test_finish_closes_everything_when_interrupted_while_joining():
+    # a rollback follows a failed changegroup step: whatever interrupts
+    # the wait, every file must be closed before finish() raises it
+    closer, release, closed = eight_held_closes()
     joins = []
     original = threading.Thread.join
 
@@ -690,6 +697,38 @@ def test_finish_closes_everything_when_interrupted_while_joining():
             closer.finish(failing=True)
     finally:
         threading.Thread.join = original
+    assert sorted(closed) == list(range(8))
+
+
+def test_a_second_interrupt_as_finish_takes_the_first_still_joins():
+    # Ctrl-C twice: the second lands as finish() sets its grace period
+    # after absorbing the first.  It is absorbed too, and finish() still
+    # closes everything and joins every thread before it raises the
+    # first: the take-back that follows must find nothing pending
+    closer, release, closed = eight_held_closes()
+    stop = closer._pool.stop
+
+    def second(frame, event, arg):
+        if (event == 'c_return' and arg is time.monotonic
+                and frame.f_code.co_name == 'finish'):
+            sys.setprofile(None)
+            raise KeyboardInterrupt('second')
+
+    def interrupted_stop(deadline=None):
+        closer._pool.stop = stop
+        sys.setprofile(second)
+        raise KeyboardInterrupt('first')  # as from the pool's wait
+
+    closer._pool.stop = interrupted_stop
+    try:
+        with pytest.raises(KeyboardInterrupt, match='first'):
+            closer.finish(failing=True, on_interrupt=release.set)
+    finally:
+        sys.setprofile(None)
+        release.set()
+    assert closer.finished
+    assert closer._pool.threads == 0
+    assert closer.pending == 0
     assert sorted(closed) == list(range(8))
 
 

@@ -958,27 +958,32 @@ def sessions_made(monkeypatch):
     return made
 
 
-def core_s_writes(monkeypatch):
-    """stream v2 from Mercurial 7.0 on: the list of the files core's own
-    _write_files writes from now on, each as (path, whether core's own
-    prepare_streamed_file was in place when _write_files got it)"""
+def skip_writes(monkeypatch):
+    """stream v2 from Mercurial 7.0 on: the list of the files the session
+    writes untimed in skips from now on (StreamV2Writer._write_skip), each
+    as (path, whether core's own prepare_streamed_file was in place when
+    the skip took it).  Core's own _write_files must never run meanwhile."""
     from mercurial import streamclone, vfs as vfsmod
 
     writes = []
-    write_files = streamclone._write_files
+    write_skip = streamapply.streamv2.StreamV2Writer._write_skip
     prepare = vfsmod.abstractvfs.prepare_streamed_file
 
-    def recorded(info):
-        def files():
-            for path, mode, data in info:
-                writes.append(
-                    (path, vfsmod.abstractvfs.prepare_streamed_file is prepare)
-                )
-                yield path, mode, data
+    def record(item):
+        writes.append(
+            (item[0], vfsmod.abstractvfs.prepare_streamed_file is prepare)
+        )
+        return item
 
-        write_files(files())
+    def recorded(self, first, info):
+        return write_skip(self, record(first), map(record, info))
 
-    monkeypatch.setattr(streamclone, '_write_files', recorded)
+    def core_s_own(info):
+        pytest.fail('core\'s _write_files ran in a session')
+
+    monkeypatch.setattr(
+        streamapply.streamv2.StreamV2Writer, '_write_skip', recorded)
+    monkeypatch.setattr(streamclone, '_write_files', core_s_own)
     return writes
 
 
@@ -1001,7 +1006,7 @@ def v2_applied(repo, files, stream=io.BytesIO, cut=0):
 
 
 @needs_v2_writer
-def test_stream_v2_leaves_whole_skips_to_core_s_own_writer(
+def test_stream_v2_writes_whole_skips_untimed_in_place_of_core_s_writer(
     cheap_closes_repo, monkeypatch
 ):
     from mercurial import vfs as vfsmod
@@ -1014,23 +1019,23 @@ def test_stream_v2_leaves_whole_skips_to_core_s_own_writer(
     # stream's end
     count = sample * 2 + skip + skip
     sessions = sessions_made(monkeypatch)
-    core = core_s_writes(monkeypatch)
+    core = skip_writes(monkeypatch)
     prepared = prepares_of(monkeypatch)
     v2_applied(repo, v2_files(count))
     session, = sessions
     rawvfs = repo.store.rawvfs
     left = (list(range(sample, sample + skip))
             + list(range(sample * 2 + skip, count)))
-    # core wrote exactly the skips' files, and prepared every file alone:
-    # with no writer thread, the session's prepare wrapper has nothing to
-    # do, and is never put in place
+    # the skips wrote exactly the skips' files, and core prepared every
+    # file alone: with no writer thread, the session's prepare wrapper has
+    # nothing to do, and is never put in place
     assert [path for path, _core in core] == [
         rawvfs.join(b'data/f%d.i' % n) for n in left]
     assert [n for n, (_path, ascore) in zip(left, core) if not ascore] == []
     assert prepared == []
     assert session.skipped == len(left)
     assert session.skipping == 0
-    # the bytes of every file counted, those core wrote too (the apply
+    # the bytes of every file counted, those of the skips too (the apply
     # checks them against the stream's declared total)
     assert session.book.merged()['write'].bytes + session.corebytes == (
         stream_bytes(count))
@@ -1042,7 +1047,7 @@ def test_stream_v2_leaves_whole_skips_to_core_s_own_writer(
 
 @needs_v2_writer
 @pytest.mark.parametrize('where', ['inside a skip', 'sampled'])
-def test_core_s_v2_writer_cut_inside_the_last_file_aborts(
+def test_a_stream_v2_cut_inside_the_last_file_aborts(
     cheap_closes_repo, monkeypatch, where
 ):
     repo = cheap_closes_repo
@@ -1051,7 +1056,7 @@ def test_core_s_v2_writer_cut_inside_the_last_file_aborts(
     # the stream ends four files into a skip of 8, or with the first file
     # of the sample after it
     count = sample + (4 if where == 'inside a skip' else 8 + 1)
-    core = core_s_writes(monkeypatch)
+    core = skip_writes(monkeypatch)
     files = v2_files(count)
     with pytest.raises(error.Abort) as caught:
         v2_applied(repo, files, cut=1)
@@ -1059,7 +1064,7 @@ def test_core_s_v2_writer_cut_inside_the_last_file_aborts(
     assert caught.value.message.endswith(
         b': %d bytes of file data, the header declares %d'
         % (total - 1, total))
-    # core wrote the last file, or the session
+    # a skip wrote the last file, or the session's timed path
     assert len(core) == (4 if where == 'inside a skip' else 8)
     assert not repo.svfs.exists(files[-1][0])
 
@@ -1082,12 +1087,12 @@ def test_a_journaled_stream_v2_registers_the_files_of_its_skips(
 ):
     # the cheap_closes_repo's settings, and the journal: each file is
     # registered with the transaction by the session, once opened, also
-    # those of a skip (written as core would, not by core's writer)
+    # those of a skip
     repo = journaled_repo(repo_with, writers=False)
     monkeypatch.setattr(policymod.SkipSchedule, 'SKIP', 8)
     count = policymod.SkipSchedule.SAMPLE * 2
     sessions = sessions_made(monkeypatch)
-    core = core_s_writes(monkeypatch)
+    core = skip_writes(monkeypatch)
     # the transaction's abort alone removes the files
     monkeypatch.setattr(
         streamapply.journalmod.ApplyJournal, 'undo', lambda self: None)
@@ -1096,7 +1101,7 @@ def test_a_journaled_stream_v2_registers_the_files_of_its_skips(
         v2_applied(repo, files, cut=1)  # fails once all are written
     session, = sessions
     assert session.skipped == 8
-    assert core == []
+    assert len(core) == 8
     assert not [name for name, _data in files if repo.svfs.exists(name)]
 
 
@@ -1315,13 +1320,13 @@ def test_a_stream_v2_read_that_fails_is_not_a_write_of_the_file(
             return super().read(size)
 
     opened = set(os.listdir('/proc/self/fd'))
-    core = core_s_writes(monkeypatch)
+    core = skip_writes(monkeypatch)
     with pytest.raises(OSError) as caught:
         v2_applied(repo, files, stream=Failing)
     assert caught.value.errno == errno.EIO
     session, = sessions
-    # core's writer had the skip's first three files when it read the
-    # failing one
+    # the skip had written its first three files when it read the failing
+    # one
     assert len(core) == (0 if file == 'sampled' else 3)
     assert not session.closer.owned
     assert set(os.listdir('/proc/self/fd')) <= opened
@@ -1426,7 +1431,7 @@ def test_a_file_left_to_core_that_fails_is_named(
     leftto = calls_of(monkeypatch, streamapply.ApplySession, 'core_opened')
     writer = fmt == b'v2' and compat.HAS_WRITE_FILES
     if writer:
-        leftto = core_s_writes(monkeypatch)
+        leftto = skip_writes(monkeypatch)
     opened = set(os.listdir('/proc/self/fd'))
     try:
         if action == 'writing':
@@ -1714,23 +1719,26 @@ def test_a_changegroup_whose_unpacker_reads_groups_its_own_way_never_skips(
 
 
 @needs_v2_writer
-def test_an_interrupt_as_core_s_writer_opens_a_file_left_to_core_leaks_nothing(
+def test_an_interrupt_as_a_skip_opens_a_file_leaks_nothing(
     cheap_closes_repo, monkeypatch
 ):
-    # a signal raised as os.open() returns in core's _write_files (CPython
-    # runs handlers right after a call) loses the descriptor before core's
-    # finally could close it; a profile function raising on the call's
-    # return does the same
+    # a signal raised as the open returns (CPython runs handlers right
+    # after a call) would lose a descriptor opened and not yet owned, as
+    # it does in core's own _write_files; a profile function raising on
+    # the call's return does the same.  The skip's open puts it in the
+    # owned set in the same step, for the take-back to close
+    from hgext3rd.backgroundclose.engine import native
+
     repo = cheap_closes_repo
     monkeypatch.setattr(policymod.SkipSchedule, 'SKIP', 8)
     sample = policymod.SkipSchedule.SAMPLE
     count = sample + 8
     target = repo.store.rawvfs.join(b'data/f%d.i' % (sample + 3))
-    core = core_s_writes(monkeypatch)
+    core = skip_writes(monkeypatch)
 
     def interrupt(frame, event, arg):
-        if (event == 'c_return' and arg is os.open
-                and frame.f_code.co_name == '_write_files'
+        if (event == 'c_return'
+                and arg in (os.open, native.lane_module.open_owned)
                 and frame.f_locals.get('path') == target):
             sys.setprofile(None)
             raise KeyboardInterrupt()
@@ -1742,21 +1750,20 @@ def test_an_interrupt_as_core_s_writer_opens_a_file_left_to_core_leaks_nothing(
             v2_applied(repo, v2_files(count))
     finally:
         sys.setprofile(None)
-    assert [path for path, _core in core][-1] == target  # core's file
+    assert [path for path, _core in core][-1] == target  # a skip's file
     assert set(os.listdir('/proc/self/fd')) <= opened
     assert not repo.svfs.exists(b'data/f%d.i' % (sample + 3))
 
 
 @needs_v2_writer
 @pytest.mark.parametrize('journaled', [False, True],
-                         ids=['core-s-writer', 'journaled'])
-def test_a_stream_v2_whose_file_count_is_not_told_leaves_no_file_to_core(
+                         ids=['unjournaled', 'journaled'])
+def test_a_stream_v2_whose_file_count_is_not_told_still_skips(
     cheap_closes_repo, monkeypatch, journaled
 ):
-    # a skip handed to core's writer must end inside the stream: consumev2
-    # called with its counts by name (another extension's call) tells the
-    # session nothing.  Journaled, the session writes a skip's files
-    # itself, one at a time: it needs no count
+    # consumev2 called with its counts by name (another extension's call)
+    # tells the session nothing: a skip ends where the stream does, and
+    # needs no count
     from mercurial import streamclone
 
     repo = cheap_closes_repo
@@ -1772,64 +1779,5 @@ def test_a_stream_v2_whose_file_count_is_not_told_leaves_no_file_to_core(
         streamclone.consumev2, repo, io.BytesIO(payload), filecount=count,
         filesize=sum(len(data) for _name, data in files))
     session, = sessions
-    assert session.skipped == (8 if journaled else 0)
+    assert session.skipped == 8
     assert repo.svfs.read(files[-1][0]) == files[-1][1]
-
-
-def test_the_file_core_s_writer_works_on_is_known_without_its_frames(
-    cheap_closes_repo,
-):
-    # stream v2 from 7.0 on: the files of a skip go to core's
-    # _write_files through the session's iterator, which knows which file
-    # core opens, writes or closes, and that none is while the stream is
-    # read (a failure there is no file's)
-    import errno
-
-    session = streamapply.ApplySession(cheap_closes_repo, b'v2')
-    v2 = session.v2
-    seen = []
-
-    def data(path):
-        seen.append(('read', path, v2.corefile))
-        yield b'x'
-        seen.append(('read', path, v2.corefile))
-
-    def files():
-        for path in (b'a', b'b'):
-            seen.append(('parse', path, v2.corefile))
-            yield path, None, data(path)
-        # a small file's data, read with its header: passed on as it is
-        seen.append(('parse', b'c', v2.corefile))
-        yield b'c', None, iter([b'x'])
-
-    for path, _mode, chunks in v2._handed_to_core(files()):
-        seen.append(('open', path, v2.corefile))
-        for _chunk in chunks:
-            seen.append(('write', path, v2.corefile))
-        seen.append(('close', path, v2.corefile))
-    assert seen == [
-        step
-        for path in (b'a', b'b')
-        for step in [
-            ('parse', path, None), ('open', path, path),
-            ('read', path, None), ('write', path, path),
-            ('read', path, None), ('close', path, path),
-        ]
-    ] + [
-        ('parse', b'c', None), ('open', b'c', b'c'), ('write', b'c', b'c'),
-        ('close', b'c', b'c'),
-    ]
-    # what fails meanwhile is named by it, a dead mount's error too
-    joined = cheap_closes_repo.store.rawvfs.join(b'data/_a.i')
-    stale = OSError(errno.ESTALE, os.strerror(errno.ESTALE))
-    session.lastcore = True
-    v2.corefile = joined
-    if session.opens_through_vfs:  # before Mercurial 7.0: no such writer
-        assert session.core_file_abort(stale) is None
-    else:
-        assert session.core_file_abort(stale).message == (
-            b'error writing data/_a.i: '
-            + os.strerror(errno.ESTALE).encode())
-    v2.corefile = None  # reading the stream
-    assert session.core_file_abort(stale) is None
-    session.finish(failing=False)

@@ -494,7 +494,7 @@ def test_a_take_back_waits_for_core_s_writer_and_closes_none_of_its_files(
         yield os.path.join(data, b'b.i'), None, iter([b'never written'])
 
     writer = threading.Thread(
-        target=session.v2.write_files, args=(None, files()),
+        target=session.v2.write_files, args=(files(),),
         name='core writer',
     )
     writer.start()

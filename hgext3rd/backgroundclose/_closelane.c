@@ -1146,13 +1146,21 @@ static PyObject *open_owned(PyObject *Py_UNUSED(module), PyObject *args)
 	if (!PyArg_ParseTuple(args, "O&iiO!", PyUnicode_FSConverter, &path,
 	                      &flags, &mode, &PySet_Type, &owned))
 		return NULL;
-	Py_BEGIN_ALLOW_THREADS;
-	do {
+	for (;;) {
+		Py_BEGIN_ALLOW_THREADS;
 		fd = open(PyBytes_AS_STRING(path), flags | O_CLOEXEC, mode);
-	} while (fd < 0 && errno == EINTR);
-	if (fd < 0)
-		error = errno;
-	Py_END_ALLOW_THREADS;
+		error = fd < 0 ? errno : 0;
+		Py_END_ALLOW_THREADS;
+		if (fd >= 0 || error != EINTR)
+			break;
+		/* as os.open(): a signal whose handler raises (Ctrl-C) ends an
+		 * open that waits, on a mount that answers it with EINTR;
+		 * nothing was opened */
+		if (PyErr_CheckSignals() < 0) {
+			Py_DECREF(path);
+			return NULL;
+		}
+	}
 	if (fd < 0) {
 		errno = error;
 		PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, path);

@@ -49,12 +49,9 @@ HAS_PREPARE_STREAMED_FILE = hasattr(
     vfsmod.abstractvfs, 'prepare_streamed_file'
 )
 
-# Core counts the bytes of every stream v2 file it reads into a V2Report it
-# hands to _v2_parse_files (Mercurial 7.0 and later): the one count of the
-# files the session leaves to core's _write_files.
-HAS_V2_REPORT = hasattr(streamclone, 'V2Report') and hasattr(
-    streamclone, '_v2_parse_files'
-)
+# Core's stream v2 parser is a function of its own, which yields the files
+# its writer threads write (Mercurial 7.0 and later).
+HAS_V2_PARSER = hasattr(streamclone, '_v2_parse_files')
 
 
 def parallel_stream_v2(ui):

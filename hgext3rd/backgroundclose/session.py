@@ -42,16 +42,14 @@ class Session:
     While closes are cheap, the session leaves whole runs of files to
     core (``leave_to_core()``), when its ``SkipSchedule`` (engine/policy.py)
     says so and ``may_skip()`` agrees: untouched, or for stream v2 from
-    Mercurial 7.0 on, handed to core's own writer (journaled: written by
-    the session as core would).
+    Mercurial 7.0 on, written untimed by the session as core would.
 
     A session given an ``openseam``, the wrapper its own files open
     through (``vfs.__call__``), puts it in place itself (``wrap()``) and
     takes it away for the length of a skip: the files left to core then
     open through core alone.  The seam's session ends the skip with
     ``skip_ends()``: once it counted them on a call core makes once a
-    file, or once core's stream v2 writer, handed the skip's files,
-    returns.  Taking a wrapper away rebuilds the chain of any wrapper
+    file, or once it wrote them itself (stream v2 from 7.0 on).  Taking a wrapper away rebuilds the chain of any wrapper
     another extension put on top of it since
     (``extensions.unwrapfunction``), twice a skip.
     """

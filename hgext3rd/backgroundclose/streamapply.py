@@ -115,7 +115,7 @@ class ApplySession(sessionmod.Session):
         self.inmakedirs = False  # see streamv2.makedirs()
         # the stream the consumer reads, and how many of its files it
         # began to copy (filechunkiter; stream v2 from 7.0 on, the files
-        # write_files was given, those it handed to core's writer too)
+        # write_files was given, those of its skips too)
         self.stream = None
         self.streamfiles = 0
         # the files left to core while closes are cheap: their bytes,
@@ -228,7 +228,6 @@ class ApplySession(sessionmod.Session):
         interrupt one of these absorbed, or None."""
         interrupted = self.v2.stop_core_writers()
         self.files.release()
-        self.v2.close_lost_core_descriptor()
         undone = self.journal.undo()
         return undone if interrupted is None else interrupted
 
@@ -298,23 +297,17 @@ class ApplySession(sessionmod.Session):
         return self.format != b'v1' or self.files.corecall is None
 
     def may_skip(self):
-        """whether files may be left to core (``leaves_files``), and:
-
-        - where they open through the vfs, a skip would end:
-          ``filechunkiter``, which counts the files left to core, was seen
-          copying one;
-        - for stream v2 from Mercurial 7.0 on, where a skip is handed to
-          core's writer: core counts their bytes (its report) and the
-          stream declared how many files it has.  Journaled, the session
-          writes a skip's files itself (streamv2), to register each once
-          it opened it, and needs neither."""
+        """whether files may be left to core (``leaves_files``), and,
+        where they open through the vfs, a skip would end:
+        ``filechunkiter``, which counts the files left to core, was seen
+        copying one.  Stream v2 from Mercurial 7.0 on writes a skip's
+        files itself (StreamV2Writer._write_skip), and needs nothing
+        more."""
         if not self.leaves_files():
             return False
         if self.opens_through_vfs:
             return self.streamfiles > 0
-        return self.journal.journaled or (
-            self.v2.corereport is not None and self.expectedcount >= 0
-        )
+        return True
 
     def leaves_files(self):
         """files are left to core only where the session has nothing else
@@ -322,10 +315,6 @@ class ApplySession(sessionmod.Session):
         started or about to be, and a closer that measured closes cheap
         (one told to close inline measures nothing)"""
         return self.may_ever_skip() and self.writepolicy.opens_cheap()
-
-    def skip_begins(self):
-        super().skip_begins()
-        self.v2.skip_begins()
 
     def core_opened(self, chunks, size):
         """core just opened the stream's next file, left to it, and copies
@@ -377,10 +366,11 @@ class ApplySession(sessionmod.Session):
         ``exc`` was raised, as the session's own files do; None if ``exc``
         does not come from there, or the file cannot be told.  No wrapper
         saw the file open: an open names its file in the error; a write
-        or close is core's stream v2 writer's (``StreamV2Writer.corefile``)
-        or the consumer's, into its open file
-        (streamopen.written_by_consumer), once
-        a file left to core was copied."""
+        or close is the consumer's, into its open file
+        (streamopen.written_by_consumer), once a file left to core was
+        copied.  (Stream v2 from Mercurial 7.0 on leaves no file to core:
+        its skips' files are written by the session, and name
+        themselves.)"""
         if self._streamdone or not (self.leaving or self.lastcore):
             return None
         if not isinstance(exc, OSError) or isinstance(
@@ -391,12 +381,7 @@ class ApplySession(sessionmod.Session):
             joined = os.path.normpath(os.fsencode(exc.filename))
             action = 'opening'
         elif exc.filename is None and self.lastcore:
-            if self.opens_through_vfs:
-                joined = streamopen.written_by_consumer(exc)
-            elif self.v2.corefile is not None:
-                joined = os.path.normpath(self.v2.corefile)
-            else:
-                joined = None
+            joined = streamopen.written_by_consumer(exc)
             action = 'writing'
         else:
             return None
@@ -529,8 +514,8 @@ def session_seams(session, repo):
     wrappers = list(_SESSION_SEAMS)
     journaled = session.journal.journaled
     if journaled and not session.opens_through_vfs:
-        # stream v2 from 7.0 on: in place for the whole apply (no file is
-        # handed to core's writer), to register each file
+        # stream v2 from 7.0 on: in place for the whole apply, to register
+        # each file
         wrappers.append(streamv2.PREPARE_SEAM)
     if session.opens_through_vfs and session.may_ever_skip():
         wrappers.append(_FILECHUNKITER_SEAM)

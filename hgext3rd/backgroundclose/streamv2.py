@@ -15,7 +15,11 @@ descriptor from it, so the session writes these files itself
 descriptor over.  The loop is longer than core's for what it adds: the
 write policy's timing, the lane's small files, the journal, and core's
 own writer threads (``worker.parallel-stream-bundle-processing``), whose
-descriptors are their own until handed over.
+descriptors are their own until handed over.  While closes measure cheap,
+whole skips of files go through a loop as short as core's
+(``_write_skip``), whose descriptors are the session's from the step that
+opens them: core's own loop never runs in a session, so no descriptor an
+interrupt could take from it is ever left open.
 """
 
 import itertools
@@ -40,9 +44,6 @@ _blocked = engine.slept
 
 _OPEN_FLAGS = os.O_WRONLY | os.O_CREAT | getattr(os, 'O_BINARY', 0)
 
-# what core's parser yields as the data of a small file, read already
-_LIST_ITERATOR = type(iter([]))
-
 
 class StreamV2Writer:
     """the stream v2 files of one ``session`` (streamapply.ApplySession)"""
@@ -59,21 +60,6 @@ class StreamV2Writer:
         # writers running: path -> the directory its writer makes (see
         # stream_directory)
         self._streamdirs = {}
-        # where core counts the bytes of every file it reads (its
-        # V2Report): the bytes of the files left to its _write_files, and
-        # its count when the current skip began
-        self.corereport = None
-        self._skipbytes = 0
-        # the file core's _write_files works on, given a skip (see
-        # _handed_to_core): a failure meanwhile is that file's
-        self.corefile = None
-
-    def skip_begins(self):
-        """core's count of the bytes read before the skip's first file is
-        read (its header, and a small file's data, are read before
-        write_files sees it)"""
-        if self.corereport is not None:
-            self._skipbytes = self.corereport.byte_count
 
     def stream_directory(self, vfs, path, known_directories):
         """writers running: the parent directory of ``path`` is made by
@@ -167,12 +153,11 @@ class StreamV2Writer:
         wholefiles.hand_over(path, prepare, opener, chunks, size)
         return None
 
-    def write_files(self, writefiles, info):
-        """write files from (path, mode, chunks) like core's _write_files,
-        handing each descriptor to the closer; on the applying thread,
-        while files are left to core, with ``writefiles`` (core's
-        _write_files: see _leave_to_core), or journaled, as core would
-        (_write_as_core).
+    def write_files(self, info):
+        """write files from (path, mode, chunks) in place of core's
+        _write_files, handing each descriptor to the closer; on the
+        applying thread, while closes measure cheap, whole skips of them
+        untimed and closed here (_write_skip).
 
         On one of core's writer threads (worker.parallel-stream-bundle-
         processing) the descriptors it opened and has not handed over are
@@ -184,13 +169,13 @@ class StreamV2Writer:
         role is the session's record, not a guess: the applying thread is
         the one the session was made on."""
         if threading.get_ident() == self._session.thread:
-            return self._write(writefiles, info, None)
+            return self._write(info, None)
         mine = set()
         with self._corewriters:
             self._corewriting += 1
         try:
             self.writes_elsewhere = True
-            return self._write(writefiles, info, mine)
+            return self._write(info, mine)
         finally:
             for fd in mine:
                 engine.close_quietly(fd)
@@ -236,7 +221,7 @@ class StreamV2Writer:
             return exc
         return None
 
-    def _write(self, writefiles, info, mine):
+    def _write(self, info, mine):
         """write_files() on the applying thread (``mine`` None), or on one
         of core's writer threads, whose descriptors not handed over yet are
         in ``mine``"""
@@ -259,12 +244,11 @@ class StreamV2Writer:
         wholefiles = session.wholefiles
         streamdirs = self._streamdirs
         journal = session.journal
-        journaled = journal.journaled
         # journal.store_name(), without its call: this runs for every file
         storenames = journal.storenames
         decisions = session.closer.decisions
         lanehold = session.lanehold
-        # a skip hands core's writer the rest of this very iterator
+        # a skip takes its files from this very iterator
         info = iter(info)
 
         def put(fd, path, chunk):
@@ -276,12 +260,8 @@ class StreamV2Writer:
 
         for path, mode, data in info:
             if onmain:
-                if session.skipping and journaled:
-                    session.leave_to_core()
-                    self._write_as_core(path, mode, data, writestat, put)
-                    continue
                 if session.skipping:
-                    self._leave_to_core(writefiles, (path, mode, data), info)
+                    self._write_skip((path, mode, data), info)
                     continue
                 session.streamfiles += 1
             if not onmain and cancelled.is_set():
@@ -399,115 +379,62 @@ class StreamV2Writer:
                     # writer closes as it leaves
                     mine.discard(fd)
 
-    def _leave_to_core(self, writefiles, first, info):
-        """closes are cheap: the skip's files go to core's own
-        ``writefiles``, ``first`` (already read) and as many more as are
-        left to core, taken from ``info`` one at a time, and not one more.
-        Core prepared them (the session's prepare_streamed_file wrapper
-        not in place) and writes them; what core's report counted meanwhile
-        is their bytes.  A file that fails there is named by
-        ApplySession.core_file_abort(), from ``corefile``."""
+    def _write_skip(self, first, info):
+        """closes are cheap: the skip's files, ``first`` (already read) and
+        as many more as the skip has left, taken from ``info`` one at a
+        time, and not one more, written here as core's _write_files
+        would, untimed and closed here.  Core prepared them (the session's
+        prepare_streamed_file wrapper, if in place, only registers them
+        when journaled).  Each descriptor is
+        opened into the owned set and closed out of it in one step, so an
+        interrupt leaves none unowned; journaled, each file is registered
+        before its first byte."""
         session = self._session
-        # the stream's files left: never more than it declared (at least
-        # the one read, should a wrapper of another extension's add more)
-        left = session.expectedcount - session.streamfiles
-        count = max(1, min(session.skipping, left))
-        session.lastcore = True
-        files = itertools.chain((first,), itertools.islice(info, count - 1))
-        # on failure corefile stays, for core_file_abort() and
-        # close_lost_core_descriptor()
-        writefiles(self._handed_to_core(files))
-        self.corefile = None
-        session.lastcore = False
-        session.corebytes += self.corereport.byte_count - self._skipbytes
-        session.streamfiles += count
-        session.skipped += count
+        # the islice() ends where the stream does, if that comes first
+        count = max(1, session.skipping)
+        closer = session.closer
+        owned = closer.owned
+        journal = session.journal
+        storenames = journal.storenames if journal.journaled else None
+        openowned, closeowned = engine.owned_open_close()
+        oswrite = os.write
+        done = nbytes = 0
+        try:
+            for path, mode, data in itertools.chain(
+                (first,), itertools.islice(info, count - 1)
+            ):
+                try:
+                    fd = openowned(path, _OPEN_FLAGS,
+                                   0o777 if mode is None else mode, owned)
+                except (OSError, ValueError) as exc:  # ValueError: NUL
+                    raise engine.FileError(path, exc, 'opening') from exc
+                if storenames is not None:
+                    storename = storenames.pop(path, None)
+                    if storename is not None:
+                        journal.register(*storename)  # before any byte
+                # reading the stream between chunks may fail too (a
+                # connection reset): the stream's error, not this file's;
+                # fd then stays owned, for release()
+                for chunk in data:
+                    try:
+                        written = oswrite(fd, chunk)
+                        if written < len(chunk):
+                            engine.write_all(fd, memoryview(chunk)[written:])
+                    except OSError as exc:
+                        closer.close_quietly(fd)
+                        raise engine.FileError(path, exc, 'writing') from exc
+                    nbytes += len(chunk)
+                try:
+                    closeowned(fd, owned)
+                except OSError as exc:
+                    raise engine.FileError(path, exc) from exc
+                done += 1
+        finally:
+            session.corebytes += nbytes
+            session.streamfiles += done
+            session.skipped += done
         session.skipping = 0
         session.skip_ends()
-
-    def _handed_to_core(self, files):
-        """``files`` as core's _write_files takes them: ``corefile`` is the
-        one it opens, writes or closes, None while the stream is read (a
-        failure there is no file's).  A file's data read already (a small
-        file's, in a list) is passed on as it is: reading it cannot fail"""
-        for item in files:
-            path = self.corefile = item[0]
-            if type(item[2]) is not _LIST_ITERATOR:
-                item = (path, item[1], self._copied_by_core(path, item[2]))
-            yield item  # as it came, for most files: no tuple made
-            self.corefile = None
-
-    def _copied_by_core(self, path, data):
-        """the chunks of ``path`` as core writes them"""
-        self.corefile = None
-        for chunk in data:
-            self.corefile = path
-            yield chunk
-            self.corefile = None
-        self.corefile = path  # core closes it
-
-    def close_lost_core_descriptor(self):
-        """after a failure, once every thread is done: close the descriptor
-        core's _write_files opened and lost.  A signal raised as its
-        os.open() returns (CPython runs handlers right after a call) loses
-        it before core's ``finally`` could close it; only its path is
-        known (``corefile``), and the process's descriptors open on it are
-        closed.  The one descriptor the extension closes by path: it was
-        never the session's, and core's writer is done with it.  Linux
-        only (elsewhere it is left open, as core would)."""
-        path = self.corefile  # kept: core_file_abort() names it
-        if path is None or self._session.closer.abandoned:
-            return
-        for fd in _descriptors_of(path):
-            engine.close_quietly(fd)
-
-    def _write_as_core(self, path, mode, data, writestat, put):
-        """write a file while files are left to core, journaled: opened,
-        registered, written and closed here, as core's _write_files does,
-        without the closer's timing and hand-over.  Main thread only.
-        Opened by _open() and written by ``put``, as on the closer's path:
-        in the owned set while it is open."""
-        session = self._session
-        fd, _hold = self._open(path, mode, 0)
-        try:
-            storename = session.journal.store_name(path)
-            if storename is not None:
-                session.journal.register(*storename)  # before the first byte
-            size = 0
-            # core may read the stream between chunks: its failures (a
-            # connection reset) are its own, not a write of this file
-            for chunk in data:
-                size += put(fd, path, chunk)
-        except engine.FileError:
-            session.closer.close_quietly(fd)
-            raise
-        # anything else (a failed read, an interrupt): fd stays owned, for
-        # release()
-        writestat.bytes += size
-        try:
-            engine.close_owned(fd, session.closer.owned)
-        except OSError as exc:
-            raise engine.FileError(path, exc) from exc
-
-
-def _descriptors_of(path):
-    """the descriptors this process holds open on ``path`` (Linux; none
-    found elsewhere)"""
-    path = os.path.abspath(path)
-    found = []
-    try:
-        names = os.listdir(b'/proc/self/fd')
-    except OSError:
-        return found
-    for name in names:
-        try:
-            target = os.readlink(b'/proc/self/fd/' + name)
-        except OSError:
-            continue
-        if target == path or target == path + b' (deleted)':
-            found.append(int(name))
-    return found
-
 
 # wrappers -----------------------------------------------------------------
 
@@ -564,20 +491,14 @@ def prepare_streamed_file(
 def write_files(session, orig, info):
     if not session.running:
         return orig(info)
-    return session.v2.write_files(orig, info)
+    return session.v2.write_files(info)
 
 
 def v2_parse_files(session, orig, *args, **kwargs):
-    """the report core counts the bytes of every file it reads into
-    (called once an apply, before any file); and, where core's writer
-    threads write, the files it parses (StreamV2Writer.parsed)"""
-    if not session.usable():
-        return orig(*args, **kwargs)
-    for value in itertools.chain(args, kwargs.values()):
-        if type(value) is streamclone.V2Report:
-            session.v2.corereport = value
+    """where core's writer threads write, the files core's parser yields
+    (StreamV2Writer.parsed; called once an apply, before any file)"""
     files = orig(*args, **kwargs)
-    if compat.parallel_stream_v2(session.ui):
+    if session.usable() and compat.parallel_stream_v2(session.ui):
         return session.v2.parsed(files)
     return files
 
@@ -591,7 +512,7 @@ SEAMS = [
     if compat.HAS_WRITE_FILES
     else None,
     (streamclone, '_v2_parse_files', v2_parse_files)
-    if compat.HAS_V2_REPORT
+    if compat.HAS_V2_PARSER
     else None,
 ]
 

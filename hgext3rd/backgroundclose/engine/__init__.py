@@ -10,6 +10,7 @@ package) hand it files; see docs/design.rst for the layers.
 
 - policy.py: the decisions, clock in, decisions out;
 - closer.py: the ``Closer`` the seams hand every file to;
+- handovers.py, sizing.py: its hand-overs, and the threads it runs;
 - pools.py: the threads that close, Python or C, behind one interface;
 - descriptors.py: opening, writing and closing with one owner at a time;
 - failures.py: what failed anywhere, raised once on the closer's owner;
@@ -27,6 +28,7 @@ from .descriptors import (
     file_error,
     flush_for_handover,
     open_owned,
+    owned_open_close,
     write_all,
 )
 from .policy import ADAPTIVE, BACKGROUND, INLINE, POLICIES, SAMPLE
@@ -55,6 +57,7 @@ __all__ = [
     'flush_for_handover',
     'native_available',
     'open_owned',
+    'owned_open_close',
     'slept',
     'stat_clock',
     'write_all',

@@ -33,15 +33,11 @@ from .descriptors import (
     write_into,
 )
 from .failures import Failures
+from .handovers import HANDED, PROBE, HandOvers
 from .policy import ADAPTIVE
 from .sizing import PoolSizer
 from .stats import StatsBook, stat_clock
 from .threads import cpu_demand, cpu_mark
-
-# what _hand_over() did with a file
-_HANDED = 'handed'
-_PROBE = 'probe'
-_INLINE = 'inline'
 
 # descriptors kept free for everything else the process does
 _FD_RESERVE = 32
@@ -109,8 +105,7 @@ class Closer:
             sample=sample,
         )
         # inline closes left before the next timed one, and how many were
-        # not timed, and of hand-overs made without asking (owner thread
-        # only)
+        # not timed (owner thread only)
         self._untimed = 0
         self._untimedcount = 0
         # a report shows every close's time: the inline closes the policy
@@ -124,23 +119,6 @@ class Closer:
         # whether the closer's clock is the stats' own: then a report's
         # close is timed by OpStat.since, one call
         self._statclock = clock is stat_clock
-        # hand-overs that need no decision of the policy, left before the
-        # next one that does, and how many were granted: those go straight
-        # to the pool, untimed, and are counted by the next file that asks
-        # (owner thread only; none once another thread submitted too,
-        # which also ends a run granted before).  Granted while a report
-        # times every file as well: such a hand-over never waits for room
-        # (the one before it left some, and no other thread submits), so
-        # what it costs the writer is one call, and the waits the report
-        # shows are all timed by the files that ask (a full pool ends the
-        # run)
-        self._routine = 0
-        self._routinegranted = 0
-        # the last run ended early, on a full pool: the next file's wait
-        # for room stands for itself alone
-        self._routinecut = False
-        # a thread other than the owner submitted: every file asks
-        self._shared = False
         room = fdroom() if callable(fdroom) else fdroom
         if room is not None:
             # half of what is left: the submitters open files too
@@ -165,6 +143,12 @@ class Closer:
         # what failed, raised on the thread that made the closer
         self._failures = Failures(self._pool)
         self._owner = self._failures.owner
+        self._book = StatsBook(('close',))
+        # asking the policy, and the runs of hand-overs it grants
+        self._handovers = HandOvers(
+            self._policy, self._pool, self._sizer, self._lock, self._book,
+            clock, self._owner, maxqueue,
+        )
         # what takes the files, for the hand-overs made without asking
         self._queue = self._pool.queue
         # whether the pool's threads write the data handed over with a
@@ -178,7 +162,6 @@ class Closer:
         self.finished = False
         # finish() left closes that hang to the threads
         self.abandoned = False
-        self._book = StatsBook(('close',))
         _live.add(self)
         # the threads of a closer that closes in the background from the
         # outset start at start() or the first close(), never in here: an
@@ -194,8 +177,10 @@ class Closer:
         hand-overs made without asking are counted, not timed) and
         ``close-background`` (time spent on the pool's threads)"""
         merged = self._book.merged()
-        merged['close'].count += self._untimedcount
-        merged['close'].count += self._routinegranted - self._routine
+        handovers = self._handovers
+        merged['close'].count += (
+            self._untimedcount + handovers.counted + handovers.uncounted()
+        )
         merged['close-background'] = background = type(merged['close'])()
         self._pool.add_background_stats(background)
         return merged
@@ -251,28 +236,29 @@ class Closer:
         clean up.
         """
         if (
-            self._routine
+            self._handovers.left
             and type(target) is int
             and (data is None or self._poolwrites)
             and not self._stopping
-            and not self._shared
+            and not self._handovers.shared
             and threading.get_ident() == self._owner
         ):
-            # most descriptors once the pool is in use: nothing to decide,
-            # so none of the policy's calls, lock or clock (see _hand_over)
+            handovers = self._handovers
+            # most descriptors once the pool is in use: granted a run
+            # without asking, so none of the policy's calls, lock or clock
             try:
                 full = self._queue.submit(target, name, data)
             except RuntimeError:
                 # the pool stopped meanwhile (finish() on another thread):
                 # the long way below closes it here
-                self._end_routine()
+                handovers.end_run()
             else:
                 # counted once handed over: one that raised was not
-                self._routine -= 1
+                handovers.left -= 1
                 if full:
                     # full: the next file goes the long way, which grows
                     # the pool
-                    self._end_routine(cut=True)
+                    handovers.end_run(cut=True)
                 # the check at the end of close(), inline here: this path
                 # is the one most files take while the pool is in use
                 failures = self._failures
@@ -358,33 +344,17 @@ class Closer:
             and not self._stopping
             and pool.accepts(target)
         ):
-            outcome = self._hand_over(target, name, data, start)
-            if outcome is _HANDED:
+            # from here on, the pool may hold failures to raise
+            self._handedany = True
+            outcome = self._handovers.hand_over(
+                target, name, data, start, self.owned, self._closefn
+            )
+            if outcome is HANDED:
                 return
-            probing = outcome is _PROBE
+            probing = outcome is PROBE
         if data is not None:
             write_into(target, name, data, self._closefn)
         self._close_inline(target, name, start, probing)
-
-    def _end_routine(self, cut=False):
-        """no more hand-overs without asking until the next file that asks
-        grants some: those made are still counted by it (or by stats());
-        ``cut``: ended by a full pool"""
-        self._routinegranted -= self._routine
-        self._routine = 0
-        if cut:
-            self._routinecut = True
-
-    def _handed(self, duration, files=1, spent=None):
-        """a file was handed over in ``duration`` seconds: what background
-        closing cost the submitter.  It stands for ``files`` hand-overs,
-        those made without asking since (counted, not timed).  ``spent``,
-        if given, is what the stats book records instead: the whole of
-        close(), where ``duration`` is only the part the policy weighs."""
-        self._book.mine()['close'].add(duration if spent is None else spent)
-        if self._policy.policy == ADAPTIVE:
-            # unlocked: a race between two submitters only blurs it
-            self._policy.learn_handover(duration, files)
 
     def _close_timed(self, target, name, stat, start):
         """close ``target`` on this thread, its time from ``start`` added
@@ -428,95 +398,6 @@ class Closer:
                     self._pool.kick()
         elif policy.policy == ADAPTIVE and not self._stopping:
             self._sizer.learn_inline(duration)
-
-    def _hand_over(self, target, name, data, start):
-        """hand ``target`` to the pool, unless it is to be closed inline:
-        _HANDED, _PROBE (time it inline for a probe) or _INLINE.  If this
-        raises, ``target`` was either handed over or is still the caller's
-        (in ``owned``, or closed by the pool): never closed twice.
-        ``start``: when close() began."""
-        try:
-            asked = self._ask(threading.get_ident() == self._owner)
-            if type(asked) is str:
-                return asked  # _PROBE or _INLINE
-            stands, granted = asked
-            # from here on, the pool may hold failures to raise
-            self._handedany = True
-            pool = self._pool
-            if (
-                pool.pending >= self.maxqueue
-                and pool.threads < self._policy.maxthreads
-            ):
-                # the pool is too small for this latency: grow it now
-                # (closes that hang keep it full: a thread a file at most)
-                with self._lock:
-                    self._sizer.start(1)
-        except BaseException:
-            # interrupted before the hand-over (sizing the pool starts
-            # threads, and waits for them): the file is still ours
-            pools.give_back(target, self.owned, self._closefn)
-            raise
-        began = self._clock()
-        try:
-            full = self._queue.submit(target, name, data)
-        except RuntimeError:
-            # the pool takes no more (finish() on another thread, or no
-            # thread could be started)
-            return _INLINE
-        # a file that stands for a run of hand-overs is timed around the
-        # submit alone for the policy: the window's sizing above may start
-        # a thread, which would weigh as much as the whole run.  One on
-        # its own is timed from the start of close(), as every file is
-        # when each asks.  The stats (a report) get the whole of close().
-        end = self._clock()
-        self._handed(
-            end - (began if stands > 1 else start), stands, end - start
-        )
-        if granted and not full:
-            # the count first: an interrupt in between grants nothing (the
-            # routine path also refuses once the closer is stopping)
-            self._routinegranted = granted
-            self._routine = granted
-        return _HANDED
-
-    def _ask(self, owner):
-        """count a file about to be handed over (and the hand-overs made
-        without asking before it), sizing the pool at every window:
-        _PROBE if the policy wants it closed inline for a probe, _INLINE
-        if closing went back inline meanwhile, else what its hand-over
-        time stands for and how many hand-overs may follow without asking.
-        ``owner``: the submitter made the closer."""
-        with self._lock:
-            policy = self._policy
-            routine = 0
-            if owner:
-                # the hand-overs made without asking since the last file
-                # that asked came before this one: counted first
-                routine = max(0, self._routinegranted - self._routine)
-                self._routinegranted = self._routine = 0
-                self._untimedcount += routine
-            else:
-                # another thread submits too: from now on every file asks,
-                # so that the policy counts them in the order they come
-                self._shared = True
-            # what this file's hand-over time stands for in the estimate
-            stands = 1 if self._routinecut else routine + 1
-            self._routinecut = False
-            if not policy.background or self._stopping:
-                # read unlocked by close(): meanwhile a probe sent closing
-                # back inline, or the closer stopped.  Closed here, below
-                if routine:
-                    self._sizer.account(routine)
-                return _INLINE
-            if policy.take_probe():
-                if routine:
-                    self._sizer.account(routine)
-                return _PROBE
-            self._sizer.account(routine + 1)
-            granted = 0
-            if owner and not self._shared:
-                granted = policy.routine_handovers()
-            return stands, granted
 
     def holds(self, target):
         """whether ``target`` was handed over and is not closed yet"""
@@ -593,8 +474,17 @@ class Closer:
             # finishing because of an interrupt caught elsewhere (a
             # submitter waiting for room in a full queue): bounded too
             deadline = time.monotonic() + self.GRACE
+        told = False  # the first interrupt's follow-up done
         while not self.abandoned:  # once left to hung closes, never again
             try:
+                if absorbed is not None and not told:
+                    # in here, not in the handler below: a second
+                    # interrupt while it runs is absorbed too, and it is
+                    # done again (``on_interrupt`` may be called twice)
+                    deadline = time.monotonic() + self.GRACE
+                    if on_interrupt is not None:
+                        on_interrupt()
+                    told = True
                 if not self._stop(deadline):
                     self._abandon()
                 break
@@ -603,9 +493,6 @@ class Closer:
                 # back at every try
                 if absorbed is None:
                     absorbed = exc
-                    deadline = time.monotonic() + self.GRACE
-                    if on_interrupt is not None:
-                        on_interrupt()
         self.finished = True
         failures = self._failures
         failures.collect()
@@ -620,7 +507,7 @@ class Closer:
         time.monotonic()) has passed, if any"""
         with self._lock:
             self._stopping = self._sizer.stopping = True
-            self._end_routine()
+            self._handovers.end_run()
         return self._pool.stop(deadline)
 
     def _abandon(self):
@@ -655,7 +542,13 @@ class Closer:
         self._policy.disown()
         self._owner = self._failures.owner
         self._ownclose = None
-        self._end_routine()
+        # no run granted goes on here; those counted so far stay counted
+        counted = self._handovers.counted + self._handovers.uncounted()
+        self._handovers = HandOvers(
+            self._policy, self._pool, self._sizer, self._lock, self._book,
+            self._clock, self._owner, self.maxqueue,
+        )
+        self._handovers.counted = counted
 
     def __enter__(self):
         return self
