@@ -385,10 +385,10 @@ class StreamV2Writer:
         time, and not one more, written here as core's _write_files
         would, untimed and closed here.  Core prepared them (the session's
         prepare_streamed_file wrapper, if in place, only registers them
-        when journaled).  Each descriptor is
-        opened into the owned set and closed out of it in one step, so an
-        interrupt leaves none unowned; journaled, each file is registered
-        before its first byte."""
+        when journaled).  Each descriptor is opened into the owned set and
+        closed out of it in one step, so an interrupt leaves none
+        unowned; journaled, each file is registered before its first
+        byte."""
         session = self._session
         # the islice() ends where the stream does, if that comes first
         count = max(1, session.skipping)
