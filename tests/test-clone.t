@@ -17,8 +17,8 @@ worker.backgroundclosereport asks for it:
     open * (glob)
     write * (glob)
     mkdir * (glob)
-    close (waited) * (glob)
-    close (threads) * (glob)
+    close, applier * (glob)
+    close, threads * (glob)
     directories: * made, * found existing (glob)
     closer: * (glob)
   $ hg -R ssh-clone verify -q
@@ -61,13 +61,27 @@ Quiet by default:
   0
   [1]
 
-JSON reports, forced background closing with many threads:
+-q silences the table:
 
+  $ hg clone -q -U --stream ssh://user@dummy/src ssh-q \
+  >   --config worker.backgroundclosereport=yes
+
+A JSON report goes to standard error, so that standard output stays the
+clone's, and -q does not silence what a script asked for.  Here with forced
+background closing and many threads:
+
+  $ hg clone -U --stream ssh://user@dummy/src ssh-json-loud \
+  >   --config worker.backgroundclosereport=json 2> loud.json
+  streaming all changes
+  * files to transfer, * of data (glob)
+  (stream-cloned \d+ files / |transferred ).* in .* seconds \(.*/sec\) (re)
+  $ python3 -c "import json; print(json.load(open('loud.json'))[0]['format'])"
+  v2
   $ hg clone -q -U --stream ssh://user@dummy/src ssh-json \
   >   --config worker.backgroundclosereport=json \
   >   --config worker.backgroundclose=yes \
   >   --config worker.backgroundcloseminfilecount=0 \
-  >   --config worker.backgroundclosethreadcount=8 > clone.json
+  >   --config worker.backgroundclosethreadcount=8 2> clone.json
   $ python3 - <<PY
   > import json
   > [report] = json.load(open('clone.json'))
@@ -78,6 +92,31 @@ JSON reports, forced background closing with many threads:
   True
   $ hg -R ssh-json verify -q
 
+After every apply, one line goes to Mercurial's log, which the blackbox
+extension keeps (so does any other logger): for a fleet, the evidence of
+what each clone did.  Here the stream apply and the update after it, in
+one process:
+
+  $ hg clone -q --stream ssh://user@dummy/src logged \
+  >   --config extensions.blackbox= --config worker.enabled=no \
+  >   --config worker.backgroundclose=yes \
+  >   --config worker.backgroundcloseminfilecount=0
+  $ grep -o 'backgroundclose: .*' logged/.hg/blackbox.log
+  backgroundclose: stream v2 apply: 306 files in * s; closes on 4 threads took * s; policy background, ended background, 0 switches (glob)
+  backgroundclose: working-copy update: 300 files in * s; closes on 4 threads took * s; policy background, ended background, 0 switches (glob)
+
+A clone without --stream applies a changegroup: a line for its manifests
+and one for its files, counted in closes (a revlog may be reopened):
+
+  $ hg clone -q ssh://user@dummy/src logged-cg \
+  >   --config extensions.blackbox= --config worker.enabled=no \
+  >   --config worker.backgroundclose=yes \
+  >   --config worker.backgroundcloseminfilecount=0
+  $ grep -o 'backgroundclose: .*' logged-cg/.hg/blackbox.log
+  backgroundclose: changegroup manifests: 1 closes in * s; closes on 4 threads took * s; policy background, ended background, 0 switches, 0 revlogs left to core (glob)
+  backgroundclose: changegroup files: 300 closes in * s; closes on 4 threads took * s; policy background, ended background, 0 switches, 0 revlogs left to core (glob)
+  backgroundclose: working-copy update: 300 files in * s; closes on 4 threads took * s; policy background, ended background, 0 switches (glob)
+
 Core's parallel stream processing writer threads hand their closes over too:
 
   $ hg clone -q -U --stream ssh://user@dummy/src ssh-parallel \
@@ -85,7 +124,7 @@ Core's parallel stream processing writer threads hand their closes over too:
   >   --config worker.parallel-stream-bundle-processing.num-writer=3 \
   >   --config worker.backgroundclosereport=json \
   >   --config worker.backgroundclose=yes \
-  >   --config worker.backgroundcloseminfilecount=0 > parallel.json
+  >   --config worker.backgroundcloseminfilecount=0 2> parallel.json
   $ python3 - <<PY
   > import json
   > [report] = json.load(open('parallel.json'))

@@ -17,8 +17,8 @@ own progress lines; the report is the command's output):
     open              * (glob)
     write             * (glob)
     mkdir             * (glob)
-    close (waited)    * (glob)
-    close (threads)   * (glob)
+    close, applier    * (glob)
+    close, threads   * (glob)
     directories: * made, * found existing (glob)
     closer: adaptive, *, * threads, at most * files queued (peak *) (glob)
   $ hg -R r1 verify -q
@@ -48,8 +48,8 @@ Stream v2 and v3 bundles, which core's command refuses:
     open              * (glob)
     write             * (glob)
     mkdir             * (glob)
-    close (waited)    * (glob)
-    close (threads)   * (glob)
+    close, applier    * (glob)
+    close, threads   * (glob)
     directories: * made, * found existing (glob)
     closer: adaptive, *, * threads, at most * files queued (peak *) (glob)
   $ hg -R r2 verify -q
@@ -61,8 +61,8 @@ Stream v2 and v3 bundles, which core's command refuses:
     open              * (glob)
     write             * (glob)
     mkdir             * (glob)
-    close (waited)    * (glob)
-    close (threads)   * (glob)
+    close, applier    * (glob)
+    close, threads   * (glob)
     directories: * made, * found existing (glob)
     closer: adaptive, *, * threads, at most * files queued (peak *) (glob)
   $ hg -R r3 verify -q
@@ -134,11 +134,11 @@ when it is set, since it starts no thread unless closes are slow):
   $ hg init rm
   $ hg -R rm -q debugapplystreamclonebundle v2.hg \
   >   --config worker.backgroundclose=yes | grep closer:
-    closer: background, inline (fewer files than minfilecount), 0 threads, at most * files queued (peak 0) (glob)
+    closer: background, inline (fewer files than worker.backgroundcloseminfilecount), 0 threads, at most * files queued (peak 0) (glob)
   $ hg init rm2
   $ hg -R rm2 -q debugapplystreamclonebundle v2.hg \
   >   --config worker.backgroundcloseminfilecount=1000 | grep closer:
-    closer: adaptive, inline (fewer files than minfilecount), 0 threads, at most * files queued (peak 0) (glob)
+    closer: adaptive, inline (fewer files than worker.backgroundcloseminfilecount), 0 threads, at most * files queued (peak 0) (glob)
 
 Forced background closing with the minimum lowered uses threads, and the
 result is the same repository:

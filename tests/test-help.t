@@ -13,35 +13,66 @@ The extension loads by name once installed, from the hgext3rd namespace:
   written file is slow
   
 
-Every setting is documented:
+The manual fits on two screens, and leads with when it helps, then how to
+enable, check and disable it, then the settings:
 
+  $ hg help -e backgroundclose > manual.txt
+  $ test "$(wc -l < manual.txt)" -le 120
+  $ grep -n -e '^It helps where' -e '^Enable it' -e '^Check it' \
+  >   -e '^Disable it' -e '^Settings$' manual.txt \
+  >   | sed 's/^[0-9]*://' | cut -d' ' -f1-2
+  It helps
+  Enable it
+  Check it:
+  Disable it
+  Settings
+
+Every setting is documented there, and in hg help config.worker, where the
+extension's text takes the place of core's:
+
+  $ hg help config.worker > worker.txt
   $ for setting in backgroundclose backgroundclosethreadcount \
   >     backgroundclosemaxqueue backgroundcloseminfilecount \
   >     backgroundclosemaxthreadcount backgroundclosethreshold \
-  >     backgroundclosenative backgroundclosereport; do
-  >   hg help -e backgroundclose | grep -c "^\"$setting\"\$"
+  >     backgroundclosenative backgroundclosewrites backgroundclosejournal \
+  >     backgroundclosereport; do
+  >   echo "$setting $(grep -c "^\"$setting\"\$" manual.txt)" \
+  >     "$(grep -c "^    \"$setting\"\$" worker.txt)"
   > done
-  1
-  1
-  1
-  1
-  1
-  1
-  1
-  1
-
-Where it acts, one row per kind of command, and the probe command:
-
-  $ hg help -e backgroundclose | grep -A 8 '^Where it acts'
-  Where it acts (Mercurial 6.5 to 7.2; "C threads" where the C part was built,
-  Python threads elsewhere, e.g. on Windows or with
-  "worker.backgroundclosenative=false"; inline while closes are cheap):
+  backgroundclose 1 1
+  backgroundclosethreadcount 1 1
+  backgroundclosemaxqueue 1 1
+  backgroundcloseminfilecount 1 1
+  backgroundclosemaxthreadcount 1 1
+  backgroundclosethreshold 1 1
+  backgroundclosenative 1 1
+  backgroundclosewrites 1 1
+  backgroundclosejournal 1 1
+  backgroundclosereport 1 1
+  $ grep -A 4 '^    "backgroundclose"$' worker.txt
+      "backgroundclose"
+          Unset, the closer times closes and decides; "true" always closes on
+          threads, "false" on the applying thread.  Core's default (true on
+          Windows only) does not apply while the extension is loaded.
   
-  command                                       format      closes on
-  -----------------------------------------------------------------------
-  clone --stream, stream bundles, clone bundles v1, v2, v3  C threads
-  pull, unbundle, clone, a push over ssh        changegroup C threads
-  a push received by hg serve over http         changegroup inline (core)
+
+Without the extension, the topic is core's own again:
+
+  $ hg --config extensions.backgroundclose=! help config.worker \
+  >   | grep -e 'true on Windows' -e '"backgroundclosemaxthreadcount"'
+          substantially. (default: true on Windows, false elsewhere)
+  $ grep -c 'true on Windows, false' worker.txt
+  0
+  [1]
+
+hg debuginstall says whether the C close threads were built (make test
+requires them):
+
+  $ hg debuginstall | grep backgroundclose
+  checking backgroundclose C close threads (built)
+  $ hg debuginstall -T json | grep backgroundclose
+    "backgroundclosenative": true,
+
   $ hg help debugprobeclose | head -n 3
   hg debugprobeclose [DIR]
   
@@ -73,14 +104,16 @@ Without the extension, settings it adds do not disturb Mercurial:
   $ hg --config extensions.backgroundclose=! -R plain log -T '{desc}\n'
   a
 
-On a Mercurial whose internals moved, the extension steps aside with one
-warning instead of failing (simulated here by removing a function it wraps):
+On a Mercurial whose internals moved, the extension steps aside with a
+warning that names both versions and what to do, instead of failing
+(simulated here by removing a function it wraps):
 
   $ cat > breakvfs.py <<PY
   > from mercurial import vfs
   > del vfs.backgroundfilecloser
   > PY
   $ hg --config extensions.breakvfs="$PWD/breakvfs.py" init moved
-  backgroundclose: disabled, this Mercurial lacks mercurial.vfs.backgroundfilecloser
-  $ hg --config extensions.breakvfs="$PWD/breakvfs.py" -R moved log
-  backgroundclose: disabled, this Mercurial lacks mercurial.vfs.backgroundfilecloser
+  backgroundclose 0.1.0 is disabled: Mercurial * lacks mercurial.vfs.backgroundfilecloser (glob)
+  (it was tested with Mercurial 6.5.3 to 7.2.4: install a release of it made for this Mercurial, or disable it with "backgroundclose = !" in [extensions])
+  $ hg --config extensions.breakvfs="$PWD/breakvfs.py" -R moved log 2>&1 | wc -l
+  2

@@ -95,8 +95,8 @@ timing report show that every seam works:
     open * (glob)
     write * (glob)
     mkdir * (glob)
-    close (waited) * (glob)
-    close (threads) * (glob)
+    close, applier * (glob)
+    close, threads * (glob)
     directories: * made, * found existing (glob)
     closer: * (glob)
   $ hg -R pulled verify -q
@@ -117,7 +117,8 @@ A Mercurial without one of the things the extension wraps gets a warning
 and core's behaviour:
 
   $ python3 libclone.py no-debug-command
-  backgroundclose: disabled, this Mercurial lacks the debugapplystreamclonebundle command
+  backgroundclose 0.1.0 is disabled: Mercurial * lacks debugapplystreamclonebundle (glob)
+  (it was tested with Mercurial 6.5.3 to 7.2.4: install a release of it made for this Mercurial, or disable it with "backgroundclose = !" in [extensions])
   stream v2 wrapped: False
   debug command wrapped: False
   updating to branch default

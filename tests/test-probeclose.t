@@ -26,7 +26,7 @@ machine writes), on the C threads, and time to save:
     fsync                    32 * (glob)
     close after fsync        32 * (glob)
   closes: * on average, *% of it on the CPU (waiting: a flush or a round trip) (glob)
-  policy asked for: adaptive (worker.backgroundclose unset)
+  worker.backgroundclose is not set: the closer times closes and decides
   decision: close on * background threads (C threads) (glob)
   time saved per 100000 files: up to * (glob)
   $ (cd repo/.hg && find . | sort) | diff before.list - && echo nothing left
@@ -47,13 +47,13 @@ set: the probe says so, not that closes are cheap:
   $ SLOWCLOSE_US=700 slow hg -R repo debugprobeclose \
   >   --config worker.backgroundclose=false | tail -n 3
   closes: * on average, *% of it on the CPU (waiting: a flush or a round trip) (glob)
-  policy asked for: inline (worker.backgroundclose=false)
+  worker.backgroundclose is false: files are always closed by the thread that wrote them
   decision: close inline, as asked
   $ SLOWCLOSE_US=700 slow hg -R repo debugprobeclose \
   >   --config worker.backgroundclose=true \
   >   --config worker.backgroundcloseminfilecount=200000 | tail -n 2
-  policy asked for: background (worker.backgroundclose=true)
-  decision: close inline: fewer files than minfilecount
+  worker.backgroundclose is true: files are always closed on threads
+  decision: close inline: fewer files than worker.backgroundcloseminfilecount
   $ SLOWCLOSE_US=700 slow hg -R repo debugprobeclose -T json \
   >   --config worker.backgroundcloseminfilecount=200000 > minfiles.json
   $ python3 - <<PY

@@ -55,6 +55,20 @@ The same when the closes run inline, with the reason the file system gave:
   abort: error closing dh/ipc/build/docs/services/gfx/tests/toolkit/very_lon/dom_184_xxxxxxxxxxxxxxxxec5ab6126cbbdad22cd047cc85b31fcf0140d6f2.i: No space left on device
   [255]
 
+Taking a failed apply back removes every file it wrote, which on a network
+file system can take minutes: a progress bar says what is being removed
+and why (here as progress.debug prints it):
+
+  $ hg init fail-progress
+  $ SLOWCLOSE_FAIL_MATCH=dom_184_ slow hg -R fail-progress --debug \
+  >   --config progress.debug=true debugapplystreamclonebundle v2.hg \
+  >   --config worker.backgroundclose=no 2>&1 | grep '^removing the files' \
+  >   | sed -n '1p;$p'
+  removing the files of the failed stream apply: 1 files
+  removing the files of the failed stream apply: 99 files
+  $ ls fail-progress/.hg/store
+  requires
+
 Failures on the last files, closed after the writing thread has handed
 every file over, are not lost either (the changelog is among the last files
 of the stream):

@@ -37,7 +37,7 @@ A stream clone over ssh (v2), a packed1 bundle (v1) and a stream v3 bundle,
 each into the mount, with the report on; each result verifies, and the
 files are on the server's side:
 
-  $ hg clone -q -U --stream ssh://user@dummy/src mnt/v2 \
+  $ hg clone -U --stream ssh://user@dummy/src mnt/v2 \
   >   --config worker.backgroundclosereport=yes > v2.out
   $ grep -c '^stream apply (v2)' v2.out
   1
@@ -47,7 +47,7 @@ files are on the server's side:
   $ grep -c '^stream apply (v1)' v1.out
   1
   $ hg init mnt/v3
-  $ hg -R mnt/v3 unbundle -q v3.hg --config experimental.stream-v3=yes \
+  $ hg -R mnt/v3 unbundle v3.hg --config experimental.stream-v3=yes \
   >   --config worker.backgroundclosereport=yes > v3.out
   $ grep -c '^stream apply (v3)' v3.out
   1

@@ -36,12 +36,12 @@ result verifies, with the same store as core's:
   v1.out: all files by the writers
   $ hg -R v1 verify -q
   $ hg init v3
-  $ hg -R v3 unbundle -q v3.hg --config experimental.stream-v3=yes \
+  $ hg -R v3 unbundle v3.hg --config experimental.stream-v3=yes \
   >   --config worker.backgroundclosereport=yes > v3.out
   $ allwritten v3.out
   v3.out: all files by the writers
   $ hg -R v3 verify -q
-  $ hg clone -q -U --stream ssh://user@dummy/src v2 \
+  $ hg clone -U --stream ssh://user@dummy/src v2 \
   >   --config worker.backgroundclosereport=yes > v2.out
   $ allwritten v2.out
   v2.out: all files by the writers
@@ -70,7 +70,7 @@ the reading thread, the others by the writers:
   $ written=$(sed -n 's/^  writers: [0-9]* threads wrote \([0-9]*\) files.*/\1/p' big.out)
   $ [ $((files - written)) = 1 ] && echo "all but one by the writers"
   all but one by the writers
-  $ grep -c '^  close (waited) *1 ' big.out
+  $ grep -c '^  close, applier *1 ' big.out
   1
   $ hg -R big-clone verify -q
   $ hg --cwd big-clone cat -r tip blob.bin | cmp - big/blob.bin && echo same data
@@ -80,7 +80,7 @@ The same over stream v2 (a clone over ssh), whose files core's
 _write_files writes from Mercurial 7.0 on: the data read before the budget
 ran out is written too, ahead of the rest:
 
-  $ hg clone -q -U --stream ssh://user@dummy/big big-v2 \
+  $ hg clone -U --stream ssh://user@dummy/big big-v2 \
   >   --config worker.backgroundclosereport=yes > big-v2.out
   $ files=$(sed -n 's/^stream apply (v.): \([0-9]*\) files.*/\1/p' big-v2.out)
   $ written=$(sed -n 's/^  writers: [0-9]* threads wrote \([0-9]*\) files.*/\1/p' big-v2.out)

@@ -1613,13 +1613,13 @@ def test_a_changegroup_step_leaves_whole_revlogs_to_core_while_cheap(
 
     monkeypatch.setattr(handedfiles.HandedOverFile, '__init__', handing)
     skipped = []
-    real_summary = revlogwrite.RevlogSession.debug_summary
+    real_summary = revlogwrite.RevlogSession.summarize
 
     def summary(self, *args):
         skipped.append(self.skipped)
         real_summary(self, *args)
 
-    monkeypatch.setattr(revlogwrite.RevlogSession, 'debug_summary', summary)
+    monkeypatch.setattr(revlogwrite.RevlogSession, 'summarize', summary)
     extensions.wrapfunction(changegroup, '_addchangegroupfiles',
                             revlogwrite.step)
     try:

@@ -162,7 +162,7 @@ def missing_seams():
         b'debugapplystreamclonebundle' in key.lstrip(b'^').split(b'|')
         for key in command_table()
     ):
-        missing.append('the debugapplystreamclonebundle command')
+        missing.append('debugapplystreamclonebundle')
     if not STREAM_CONSUMERS:
         missing.append('streamclone.consumev1/consumev2')
     for owner, name in (

@@ -12,34 +12,80 @@ from mercurial import error
 from mercurial.utils import stringutil
 
 
+# one whole sentence per action, so that a translation can word each
+_FILE_ERRORS = {
+    'opening': _(b'error opening %s: %s'),
+    'writing': _(b'error writing %s: %s'),
+    'closing': _(b'error closing %s: %s'),
+}
+
+
 def file_abort(exc, name):
     """the error.Abort that stands for ``exc`` (a closer.FileError) on the
     file the user knows as ``name`` (bytes)"""
     if isinstance(name, str):
         name = name.encode('utf-8', 'surrogateescape')
     return error.Abort(
-        _(b'error %s %s: %s')
+        _FILE_ERRORS[exc.action]
         % (
-            exc.action.encode('ascii'),
             stringutil.escapestr(name or b'?'),
             stringutil.forcebytestr(exc.reason),
         )
     )
 
 
-def debug_summary(ui, closer, what, extra=b''):
-    """with ``--debug``, after a closer that started threads: one line on
-    what it did (``what``, bytes, names the files).  Like core, which says
-    "starting N threads for background file closing" only when it does, a
-    closer that closed everything inline prints nothing."""
+# the closer's reasons (engine/policy.py, engine/closer.py), as the user
+# reads them; the ui.log line and JSON keep the engine's words
+_REASONS = {
+    'fewer files than minfilecount': _(
+        b'fewer files than worker.backgroundcloseminfilecount'
+    ),
+    'no thread could be started': _(b'no thread could be started'),
+    'closes still hanging were left to their threads': _(
+        b'closes still hanging were left to their threads'
+    ),
+}
+
+
+# the closer's policies and modes (engine/policy.py), as the user reads
+# them
+_WORDS = {
+    'adaptive': _(b'adaptive'),
+    'background': _(b'background'),
+    'inline': _(b'inline'),
+}
+
+
+def word(text):
+    """a policy or a mode of the closer (str), for the user, in bytes"""
+    return _WORDS.get(text) or text.encode('ascii')
+
+
+def reason(text):
+    """the closer's reason ``text`` (str) for the user, in bytes"""
+    return _REASONS.get(text) or text.encode('ascii')
+
+
+def summarize(ui, closer, what, label, unit, seconds, extra=b''):
+    """after a closer of a changegroup step or an update is done: with
+    ``--debug``, a line if it started threads (``what``, bytes, names the
+    files); like core, which says "starting N threads for background file
+    closing" only when it does, a closer that closed everything inline
+    prints nothing.  And in any case the ``ui.log`` line (``label``; its
+    count is of closes, in ``unit``)."""
+    stats = closer.stats()
     if closer.threadcount:
-        ui.debug(closer_summary(closer, what, extra))
+        ui.debug(closer_summary(closer, what, extra, stats))
+    log_summary(
+        ui, label, stats['close'].count, unit, seconds, closer, stats, extra
+    )
 
 
-def closer_summary(closer, what, extra=b''):
+def closer_summary(closer, what, extra=b'', stats=None):
     """the ``--debug`` line after a closer is done: ``what`` (bytes) names
     the files"""
-    stats = closer.stats()
+    if stats is None:
+        stats = closer.stats()
     line = (
         b'backgroundclose: %d %s closes (%d on threads), %s mode, '
         b'%d%s threads, %d switches%s\n'
@@ -54,3 +100,53 @@ def closer_summary(closer, what, extra=b''):
         closer.decisions.switches,
         extra,
     )
+
+
+def log_summary(ui, label, count, unit, seconds, closer, stats, extra=b''):
+    """one line to ``ui.log`` under the event ``backgroundclose`` (the
+    blackbox extension, a server's logger): what was written (``count``
+    ``unit``: files, or closes of revlogs, some reopened), how long it
+    took, the close time the threads took off the applying thread, and
+    what the closer decided.  Untranslated, as core's own log lines are:
+    it is read by tools as much as by people.  The same figures go to
+    the loggers as keywords.  Never raises: it runs where the work is
+    done, inside the command's transaction, and a logger's failure must
+    not undo that work."""
+    decisions = closer.decisions
+    hidden = stats['close-background'].seconds
+    reason = decisions.reason or ''
+    requested = decisions.requested.encode('ascii')
+    mode = closer.mode.encode('ascii')
+    try:
+        ui.log(
+            b'backgroundclose',
+            b'backgroundclose: %s: %d %s in %.2f s; closes on %d threads '
+            b'took %.2f s; policy %s, ended %s, %d switches%s%s\n',
+            label,
+            count,
+            unit,
+            seconds,
+            closer.threadcount,
+            hidden,
+            requested,
+            mode,
+            decisions.switches,
+            b' (%s)' % reason.encode('ascii') if reason else b'',
+            extra,
+            backgroundclose_count=count,
+            backgroundclose_unit=unit,
+            backgroundclose_seconds=seconds,
+            backgroundclose_hidden_seconds=hidden,
+            backgroundclose_threads=closer.threadcount,
+            backgroundclose_policy=requested,
+            backgroundclose_mode=mode,
+        )
+    except Exception as exc:
+        try:
+            # ui.debug logs too, to the same loggers
+            ui.debug(
+                b'backgroundclose: logging the summary failed: %s\n'
+                % stringutil.forcebytestr(exc)
+            )
+        except Exception:
+            pass

@@ -350,30 +350,41 @@ def _show(ui, fm, parent, probe, policy, threads, saved, native, removed):
     reportmod.write_optable(
         ui, [(_LABELS[name], ops[name]) for name in _OPERATIONS]
     )
-    label = {
-        CHEAP: _(b'cheap'),
-        BURNING: _(b'burning: a scan on close'),
-        WAITING: _(b'waiting: a flush or a round trip'),
+    closes = {
+        CHEAP: _(b'closes: %s on average, %d%% of it on the CPU (cheap)\n'),
+        BURNING: _(
+            b'closes: %s on average, %d%% of it on the CPU (burning: a scan '
+            b'on close)\n'
+        ),
+        WAITING: _(
+            b'closes: %s on average, %d%% of it on the CPU (waiting: a flush '
+            b'or a round trip)\n'
+        ),
     }[kind]
-    ui.write(
-        _(b'closes: %s on average, %d%% of it on the CPU (%s)\n')
-        % (util.timecount(ops['close'].mean), probe.cpupercent(), label)
-    )
+    ui.write(closes % (util.timecount(ops['close'].mean), probe.cpupercent()))
     asked = {
-        policymod.ADAPTIVE: _(b'adaptive (worker.backgroundclose unset)'),
-        policymod.BACKGROUND: _(b'background (worker.backgroundclose=true)'),
-        policymod.INLINE: _(b'inline (worker.backgroundclose=false)'),
+        policymod.ADAPTIVE: _(
+            b'worker.backgroundclose is not set: the closer times closes '
+            b'and decides\n'
+        ),
+        policymod.BACKGROUND: _(
+            b'worker.backgroundclose is true: files are always closed on '
+            b'threads\n'
+        ),
+        policymod.INLINE: _(
+            b'worker.backgroundclose is false: files are always closed by '
+            b'the thread that wrote them\n'
+        ),
     }[policy.requested]
-    ui.write(_(b'policy asked for: %s\n') % asked)
+    ui.write(asked)
     if threads:
         if native:
-            pool = _(b'C threads')
+            decision = _(b'decision: close on %d background threads (C '
+                         b'threads)\n')
         else:
-            pool = _(b'Python threads')
-        ui.write(
-            _(b'decision: close on %d background threads (%s)\n')
-            % (threads, pool)
-        )
+            decision = _(b'decision: close on %d background threads (Python '
+                         b'threads)\n')
+        ui.write(decision % threads)
         ui.write(
             _(b'time saved per %d files: up to %s\n')
             % (ESTIMATE_FILES, util.timecount(saved))
@@ -389,7 +400,7 @@ def _show(ui, fm, parent, probe, policy, threads, saved, native, removed):
     elif policy.reason is not None:
         ui.write(
             _(b'decision: close inline: %s\n')
-            % policy.reason.encode('ascii')
+            % messages.reason(policy.reason)
         )
     elif policy.requested == policymod.INLINE:
         ui.write(_(b'decision: close inline, as asked\n'))

@@ -8,13 +8,21 @@
 
 The table follows the system-call table of the 2015 mercurial-devel post
 "Excessive time spent in CloseFile on Windows": one row per operation with
-its count, total, mean and maximum.  Closing has two rows: the time the
-writing threads spent closing or waiting for room in the queue ("close"),
-and the time the background threads spent closing ("close, background").
+its count, total, mean and maximum.  Closing has up to three rows: the
+time the applying thread spent closing files itself or waiting for the
+close threads ("close, applier"), the time the close threads spent
+("close, threads": what they took off the applying thread), and the files
+writer threads wrote and closed whole ("close, writers").
+
+After an apply inside another command (clone, pull, unbundle), the table
+is status output, which ``-q`` silences; JSON goes to standard error, so
+that standard output stays the command's.
 """
 
 from mercurial.i18n import _
-from mercurial import util
+from mercurial import formatter, util
+
+from . import messages
 
 # the repository attribute that holds the list the applies inside a
 # ``collecting`` block append their reports to
@@ -30,9 +38,9 @@ _LABELS = {
     'open': _(b'open'),
     'write': _(b'write'),
     'mkdir': _(b'mkdir'),
-    'close-written': _(b'close (writers)'),
-    'close': _(b'close (waited)'),
-    'close-background': _(b'close (threads)'),
+    'close-written': _(b'close, writers'),
+    'close': _(b'close, applier'),
+    'close-background': _(b'close, threads'),
 }
 
 
@@ -110,19 +118,22 @@ def write_text(ui, report):
                 util.bytecount(closer[b'peak-held']),
             )
         )
-    mode = closer[b'mode']
+    policy = messages.word(closer[b'policy'].decode('ascii'))
+    mode = messages.word(closer[b'mode'].decode('ascii'))
+    counts = (closer[b'threads'], closer[b'maxqueue'], closer[b'peakqueued'])
     if closer[b'reason']:
-        mode = b'%s (%s)' % (mode, closer[b'reason'])
-    ui.write(
-        _(b'  closer: %s, %s, %d threads, at most %d files queued (peak %d)\n')
-        % (
-            closer[b'policy'],
-            mode,
-            closer[b'threads'],
-            closer[b'maxqueue'],
-            closer[b'peakqueued'],
+        reason = messages.reason(closer[b'reason'].decode('ascii'))
+        ui.write(
+            _(b'  closer: %s, %s (%s), %d threads, at most %d files queued '
+              b'(peak %d)\n')
+            % ((policy, mode, reason) + counts)
         )
-    )
+    else:
+        ui.write(
+            _(b'  closer: %s, %s, %d threads, at most %d files queued '
+              b'(peak %d)\n')
+            % ((policy, mode) + counts)
+        )
 
 
 def write_optable(ui, rows):
@@ -144,6 +155,31 @@ def write_optable(ui, rows):
         )
 
 
+class _ErrorStream:
+    """what a formatter writes to, sent to the ui's standard error"""
+
+    def __init__(self, ui):
+        self._ui = ui
+
+    def write(self, *msgs, **opts):
+        self._ui.write_err(*msgs, **opts)
+
+
+def show_after_apply(ui, report, style):
+    """print ``report`` after an apply inside another command: the table
+    as status output (not with ``-q``); JSON, asked for by a script, on
+    standard error whatever ``-q`` says, since standard output is the
+    command's"""
+    if style == b'json':
+        opts = {b'template': b'json'}
+        with formatter.formatter(
+            ui, _ErrorStream(ui), b'backgroundclose', opts
+        ) as fm:
+            _fill(fm, ui, [report])
+    elif not ui.quiet:
+        show(ui, [report], style)
+
+
 def show(ui, reports, style, opts=None):
     """print ``reports``: ``style`` is b'text' or b'json', ``opts`` are
     formatter options (``-T``) that override it"""
@@ -151,12 +187,16 @@ def show(ui, reports, style, opts=None):
     if not opts.get(b'template') and style == b'json':
         opts[b'template'] = b'json'
     with ui.formatter(b'backgroundclose', opts) as fm:
-        for report in reports:
-            fm.startitem()
-            if fm.isplain():
-                write_text(ui, report)
-            else:
-                fm.data(**{k.decode('ascii'): v for k, v in report.todict().items()})
+        _fill(fm, ui, reports)
+
+
+def _fill(fm, ui, reports):
+    for report in reports:
+        fm.startitem()
+        if fm.isplain():
+            write_text(ui, report)
+        else:
+            fm.data(**{k.decode('ascii'): v for k, v in report.todict().items()})
 
 
 def collector(repo):

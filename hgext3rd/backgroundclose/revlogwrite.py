@@ -35,7 +35,8 @@ Opening itself is core's: path audit, store encoding, fncache registration
 and the transaction's journal are untouched.  One open is not made at all:
 a new revlog's index, just found missing by a read, is opened ``r+``
 before ``w+``; while the store is locked that open can only fail again,
-and a stat says so for less (README, "A changegroup's revlog files").
+and a stat says so for less (measured in the section "A changegroup's
+revlog files" of README.rst before 0.1.0, in git history).
 
 Where the closer has the C lane (``closer.native``), the lane closes the
 descriptors of revlogs opened for writing, under file objects that do not
@@ -66,8 +67,11 @@ class RevlogSession(sessionmod.Session):
     close left to core however often the revlog is opened"""
 
     what = b'revlog'
+    # a revlog opened three times is closed three times
+    unit = b'closes'
 
-    def __init__(self, repo, expectedcount=-1, source=None):
+    def __init__(self, repo, expectedcount=-1, source=None,
+                 label=b'changegroup revlogs'):
         # a new file revlog is opened three times (to read, to append, to
         # create): while it leaves files to core the session takes its
         # vfs.__call__ wrapper away and counts revlog groups instead, one
@@ -75,6 +79,7 @@ class RevlogSession(sessionmod.Session):
         super().__init__(repo.ui, expectedcount, tracknames=True,
                          openseam=_OPEN_SEAM)
         self.source = source
+        self.label = label
         # revlogs open through repo.svfs, which encodes names and opens them
         # through the store's raw vfs: the session watches that one, and
         # names files as that vfs is given them (relative to the store)
@@ -115,25 +120,28 @@ def step(orig, *args, **kwargs):
     in a session"""
     if threading.current_thread() is not threading.main_thread():
         return orig(*args, **kwargs)
-    repo, source = _step_arguments(args, kwargs)
+    repo, source, label = _step_arguments(args, kwargs)
     storevfs = getattr(getattr(repo, 'store', None), 'rawvfs', None)
     if storevfs is None or seams.writing(storevfs) is not None:
         # not a local repository with a store of its own; or a step inside
         # a stream apply (it has a closer of its own) or inside a step
         return orig(*args, **kwargs)
-    session = RevlogSession(repo, _expected_files(args, kwargs), source)
+    session = RevlogSession(
+        repo, _expected_files(args, kwargs), source, label
+    )
     result = session.run(storevfs, _SESSION_SEAMS, orig, args, kwargs)
-    session.debug_summary(b', %d revlogs left to core' % session.skipped)
+    session.summarize(b', %d revlogs left to core' % session.skipped)
     return result
 
 
 def _step_arguments(args, kwargs):
-    """``(repo, source)`` of a step: _addchangegroupfiles(repo, source,
-    ...); unpacker._unpackmanifests(self, repo, ...)"""
+    """``(repo, source, label)`` of a step: _addchangegroupfiles(repo,
+    source, ...); unpacker._unpackmanifests(self, repo, ...)"""
     first = args[0]
     if hasattr(first, 'svfs'):
-        return first, args[1] if len(args) > 1 else kwargs.get('source')
-    return args[1], first
+        source = args[1] if len(args) > 1 else kwargs.get('source')
+        return first, source, b'changegroup files'
+    return args[1], first, b'changegroup manifests'
 
 
 def _expected_files(args, kwargs):

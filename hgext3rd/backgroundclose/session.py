@@ -21,10 +21,13 @@ here, so that each keeps the same rules:
   failure is raised.  Each step runs once, whoever calls first;
 - a failed write or close becomes an ``abort:`` naming the file as the user
   knows it (``describe``);
-- the ``--debug`` line, printed only by a closer that started threads.
+- the ``--debug`` line, printed only by a closer that started threads,
+  and the ``ui.log`` line after every session.
 """
 
 import threading
+
+from mercurial import util
 
 from . import (
     engine,
@@ -54,12 +57,16 @@ class Session:
     (``extensions.unwrapfunction``), twice a skip.
     """
 
-    # names the files in the --debug line
+    # names the files in the --debug line, and the session in ui.log
     what = b'file'
+    label = b'files'
+    # what the ui.log line counts: each file is closed once
+    unit = b'files'
 
     def __init__(self, ui, expectedcount=-1, tracknames=False,
                  openseam=None, timeall=False):
         self.ui = ui
+        self.started = util.timer()
         self.closer = engine.Closer(
             expectedcount=expectedcount,
             tracknames=tracknames,
@@ -246,6 +253,10 @@ class Session:
         """the error.Abort that stands for a FileError"""
         return messages.file_abort(exc, self.describe(exc.name))
 
-    def debug_summary(self, extra=b''):
-        """the --debug line, if the closer started threads"""
-        messages.debug_summary(self.ui, self.closer, self.what, extra)
+    def summarize(self, extra=b''):
+        """once the closer is done: the --debug line, if it started
+        threads, and the ``ui.log`` line"""
+        messages.summarize(
+            self.ui, self.closer, self.what, self.label, self.unit,
+            util.timer() - self.started, extra,
+        )

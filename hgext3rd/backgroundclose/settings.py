@@ -36,10 +36,12 @@ def _read(reader, name, *default):
 def _positive(ui, name, minimum=1):
     value = _read(ui.configint, name)
     if value is None or value < minimum:
-        what = _(b'a positive integer') if minimum else _(b'zero or more')
+        if minimum:
+            message = _(b'%s.%s must be a positive integer, not %s')
+        else:
+            message = _(b'%s.%s must be zero or more, not %s')
         raise error.Abort(
-            _(b'%s.%s must be %s, not %s')
-            % (SECTION, name, what, ui.config(SECTION, name)),
+            message % (SECTION, name, ui.config(SECTION, name)),
             hint=_(b'see "hg help -e backgroundclose"'),
         )
     return value

@@ -46,6 +46,7 @@ from . import (
     handedfiles,
     journal as journalmod,
     malformed,
+    messages,
     report as reportmod,
     seams,
     session as sessionmod,
@@ -152,7 +153,6 @@ class ApplySession(sessionmod.Session):
         )
         self.opener = streamopen.StreamOpener(self)
         self.v2 = streamv2.StreamV2Writer(self)
-        self.start = util.timer()
 
     def applying_thread(self):
         """the thread that applies the stream, whichever it is: Mercurial
@@ -290,8 +290,9 @@ class ApplySession(sessionmod.Session):
         (``StreamOpener._open_direct``): core opens each with
         ``backgroundclose=True``, through its delayclosedfile, and closes
         it through the session's closer (close_core_file), which costs
-        more than the session's own path (README, "What a report, v1's
-        skips and v2's prepare wrapper cost")."""
+        more than the session's own path (the section "What a report,
+        v1's skips and v2's prepare wrapper cost" of README.rst before
+        0.1.0, in git history)."""
         if self.timed or self.closer.decisions.policy != policymod.ADAPTIVE:
             return False
         return self.format != b'v1' or self.files.corecall is None
@@ -415,12 +416,24 @@ class ApplySession(sessionmod.Session):
             b'peak-held': self.wholefiles.budget.peak,
         }
         result = reportmod.ApplyReport(
-            self.format, util.timer() - self.start, stats, info
+            self.format, util.timer() - self.started, stats, info
+        )
+        messages.log_summary(
+            self.ui,
+            b'stream %s apply' % self.format,
+            # what the stream declared, now written: files left to core
+            # are counted in runs, not one by one
+            self.expectedcount if self.expectedcount >= 0 else result.files,
+            b'files',
+            result.seconds,
+            closer,
+            stats,
+            b'; %d writer threads' % info[b'writers'] if info[b'writers'] else b'',
         )
         if self._collector is not None:
             self._collector.append(result)
         elif self.reportstyle != settings.REPORT_OFF:
-            reportmod.show(self.ui, [result], self.reportstyle)
+            reportmod.show_after_apply(self.ui, result, self.reportstyle)
 
     # wrappers the session puts in place and takes away -------------------
 

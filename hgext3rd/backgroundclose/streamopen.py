@@ -206,7 +206,8 @@ class StreamOpener:
         through), the file created, then core's ``_fixfilemode``.  The
         name is the vfs's own join.  Core's open itself, with a
         ``util.posixfile`` wrapper to take its descriptor, costs every
-        file more (README, "The stream's own opens").  Only for a name
+        file more (the section "The stream's own opens" of README.rst
+        before 0.1.0, in git history).  Only for a name
         relative to the vfs, and where no other extension wraps core's
         open (``OwnedFiles.corecall``)."""
         session = self._session

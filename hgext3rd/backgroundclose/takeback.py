@@ -51,6 +51,18 @@ class TakeBack:
         return interrupted
 
     def _remove_written(self):
+        # up to a file per revlog, each a round trip on a network file
+        # system: minutes for a large repository, so say what is going on
+        progress = self.ui.makeprogress(
+            _(b'removing the files of the failed stream apply'),
+            unit=_(b'files'),
+        )
+        try:
+            self._remove_below_roots(progress)
+        finally:
+            progress.complete()
+
+    def _remove_below_roots(self, progress):
         for root, before in self.before.items():
             if not os.path.isdir(root):
                 continue
@@ -65,11 +77,13 @@ class TakeBack:
                 path = os.path.join(root, name)
                 if new(path, root, name) and not os.path.isdir(path):
                     self._remove(path)
+                    progress.increment()
             for dirpath, dirnames, filenames in os.walk(root, topdown=False):
                 for name in filenames:
                     path = os.path.join(dirpath, name)
                     if new(path, dirpath, name):
                         self._remove(path)
+                        progress.increment()
                 for name in dirnames:
                     path = os.path.join(dirpath, name)
                     if path not in known:

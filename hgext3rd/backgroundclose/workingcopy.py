@@ -47,6 +47,7 @@ class WorkingCopyCloser(sessionmod.Session):
     """what ``vfs.backgroundclosing()`` enters outside a stream apply"""
 
     what = b'working-copy'
+    label = b'working-copy update'
 
     def __init__(self, ui, expectedcount=-1):
         super().__init__(ui, expectedcount)
@@ -80,7 +81,7 @@ class WorkingCopyCloser(sessionmod.Session):
             # by a close() core called
             raise self.abort(exc_value) from exc_value
         if not failing:
-            self.debug_summary()
+            self.summarize()
         return False
 
     def close(self, fh):
@@ -119,8 +120,8 @@ class WorkingCopyCloser(sessionmod.Session):
         unlinked, else its parents made with ``util.makedirs``, core's
         ``_fixfilemode``), with a DescriptorFile over the new file's
         descriptor: core's open, and a ``util.posixfile`` wrapper to take
-        its descriptor, cost some 8 us a file more (README, "The stream's
-        own opens")"""
+        its descriptor, cost some 8 us a file more (the section "The
+        stream's own opens" of README.rst before 0.1.0, in git history)"""
         compat.audit(vfs, path, mode)
         files = self.files
         name = files.join(vfs, path)

@@ -1,0 +1,61 @@
+# confighelp.py - the extension's settings in hg help config.worker
+#
+# Copyright 2026 hg-backgroundclose contributors
+#
+# This software may be used and distributed according to the terms of the
+# GNU General Public License version 2 or any later version.
+"""While the extension is loaded, :hg:`help config.worker` shows its
+settings, taken from the "Settings" section of the extension's own help,
+in place of core's four ``backgroundclose*`` entries (core's say "default:
+true on Windows", which the extension changes).  One text, two places."""
+
+import re
+
+from mercurial.i18n import gettext
+from mercurial import pycompat
+
+# the first entry of the extension's settings, in its help
+_FIRST_SETTING = b'``backgroundclose``\n'
+# core's entries in the worker section: a name, then lines indented or
+# empty, up to the next entry
+_CORE_ENTRY = re.compile(
+    rb'``backgroundclose[a-z]*``\n(?:(?: {4}.*)?\n)*'
+)
+_WORKER_SECTION = b'``worker``\n----------\n'
+
+
+def settings_text(extdoc):
+    """the settings entries of the extension's help ``extdoc`` (bytes),
+    indented as core's config help is"""
+    start = extdoc.find(_FIRST_SETTING)
+    if start < 0:
+        return None
+    entries = extdoc[start:].rstrip(b'\n') + b'\n\n'
+    return re.sub(rb'(?m)^  (?=\S)', b'    ', entries)
+
+
+def rewrite(extension):
+    """the topic hook for ``config`` (help.addtopichook), with the
+    settings in the help of the module ``extension``"""
+
+    def hook(ui, topic, doc):
+        extdoc = pycompat.getdoc(extension)
+        if not extdoc:
+            # python -OO: no docstrings, core's text then
+            return doc
+        entries = settings_text(gettext(extdoc))
+        section = doc.find(_WORKER_SECTION)
+        if entries is None or section < 0:
+            return doc
+        first = _CORE_ENTRY.search(doc, section)
+        if first is None:
+            return doc
+        end = first.end()
+        while True:
+            following = _CORE_ENTRY.match(doc, end)
+            if following is None:
+                break
+            end = following.end()
+        return doc[: first.start()] + entries + doc[end:]
+
+    return hook
