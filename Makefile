@@ -21,7 +21,7 @@ OLDEST := $(firstword $(MATRIX))
 # a release older than minimumhgversion: the extension must step aside
 UNSUPPORTED ?= 6.4.5
 
-.PHONY: all test unit cram demo shim venv clean test-matrix test-oldest \
+.PHONY: all test unit cram demo shim venv dist clean test-matrix test-oldest \
 	test-unsupported test-python soak soak-interrupts test-upstream \
 	test-upstream-oldest \
 	test-upstream-ci realfs-deps \
@@ -32,11 +32,15 @@ all: test
 
 venv: $(STAMP)
 
-$(STAMP): setup.py hgext3rd/backgroundclose/_closelane.c \
+# setuptools 77 or later in the virtualenv too, for what builds in-process
+# with it: `make dist`, tests/test-admin.t, and `python setup.py build_ext
+# --inplace` (pyproject.toml's license is an SPDX expression)
+$(STAMP): pyproject.toml setup.py hgext3rd/backgroundclose/_closelane.c \
 		hgext3rd/backgroundclose/_opstat.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet "mercurial==$(HG_VERSION)" pytest cram hypothesis
+	$(BIN)/pip install --quiet "mercurial==$(HG_VERSION)" pytest cram hypothesis \
+		"setuptools>=77"
 	$(BIN)/pip install --quiet -e .
 	touch $@
 
@@ -253,5 +257,32 @@ bench-releases: $(SHIM)
 	done
 	$(PYTHON) bench/releases.py
 
+# the sdist, then the wheel built from it as pip would (so that the sdist is
+# known to hold what building needs), with setuptools' own PEP 517 hooks in
+# the virtualenv: no build tool besides setuptools.  The wheel holds the C
+# modules where they build (POSIX with a C compiler); where they do not,
+# the build goes on without them, but not this target: its wheel would
+# close on Python threads only.  What setuptools printed: build/dist.log
+BUILD_HOOK = $(abspath $(BIN))/python -c \
+	"import sys; from setuptools import build_meta as b; getattr(b, sys.argv[1])(sys.argv[2])"
+dist: $(STAMP)
+	rm -rf dist build/dist
+	mkdir -p dist build/dist
+	$(BUILD_HOOK) build_sdist dist > build/dist.log 2>&1 \
+		|| { cat build/dist.log; exit 1; }
+	tar -xzf dist/hg_backgroundclose-*.tar.gz -C build/dist
+	cd build/dist/hg_backgroundclose-* && \
+		$(BUILD_HOOK) build_wheel $(abspath dist) >> $(abspath build/dist.log) 2>&1 \
+		|| { cat $(abspath build/dist.log); exit 1; }
+	@$(BIN)/python -c "import glob, os, sys, zipfile; \
+		names = zipfile.ZipFile(glob.glob('dist/*.whl')[0]).namelist(); \
+		missing = [m for m in ('_closelane', '_opstat') if os.name == 'posix' \
+			and not any(n.startswith('hgext3rd/backgroundclose/%s.' % m) \
+				and n.endswith('.so') for n in names)]; \
+		missing and sys.exit('dist: the wheel lacks %s (see build/dist.log)' \
+			% ', '.join(missing))"
+	@ls -1 dist
+
 clean:
-	rm -rf $(VENV) build *.egg-info tests/*.t.err hgext3rd/backgroundclose/*.so
+	rm -rf $(VENV) build dist *.egg-info tests/*.t.err \
+		hgext3rd/backgroundclose/*.so

@@ -1,9 +1,12 @@
-# setup.py - packaging of the hg-backgroundclose Mercurial extension
+# setup.py - the optional C modules of the hg-backgroundclose extension
 #
 # Copyright 2026 hg-backgroundclose contributors
 #
 # This software may be used and distributed according to the terms of the
 # GNU General Public License version 2 or any later version.
+#
+# Everything else (name, version, packages, metadata) is in pyproject.toml.
+# `python setup.py build_ext --inplace` builds the C modules in a checkout.
 import os
 
 from setuptools import Extension, setup
@@ -23,28 +26,4 @@ if os.name == 'posix':
             )
         )
 
-setup(
-    name='hg-backgroundclose',
-    version='0.1.0',
-    description=(
-        'Mercurial extension closing files on background threads when '
-        'closing is slow (NTFS, NFS, FUSE)'
-    ),
-    long_description=open('README.rst').read(),
-    long_description_content_type='text/x-rst',
-    license='GPL-2.0-or-later',
-    # Mercurial itself is not required here, like hg-evolve does: the
-    # extension runs inside whatever Mercurial the user already has (6.5+)
-    packages=['hgext3rd', 'hgext3rd.backgroundclose',
-              'hgext3rd.backgroundclose.engine'],
-    ext_modules=ext_modules,
-    # what the tests use (random.randbytes) and what Mercurial 7.2 needs
-    python_requires='>=3.9',
-    classifiers=[
-        'Environment :: Plugins',
-        'License :: OSI Approved :: GNU General Public License v2 or later '
-        '(GPLv2+)',
-        'Programming Language :: Python :: 3',
-        'Topic :: Software Development :: Version Control :: Mercurial',
-    ],
-)
+setup(ext_modules=ext_modules)
