@@ -25,7 +25,8 @@ UNSUPPORTED ?= 6.4.5
 	test-unsupported test-python soak soak-interrupts test-upstream \
 	test-upstream-oldest \
 	test-upstream-ci realfs-deps \
-	bench bench-all bench-realfs bench-full bench-cg bench-releases bench-count \
+	bench bench-all bench-policy bench-realfs bench-full bench-cg bench-releases \
+	bench-count \
 	bench-count-commands
 
 all: test
@@ -201,6 +202,17 @@ bench-all: $(STAMP) $(SHIM)
 	$(BIN)/python bench/run.py --hg $(BIN)/hg --shim $(SHIM) --files 2000 \
 		--grid all --name all
 
+# the adaptive policy's hard cases, 20,000 files, hg clone --stream over
+# ssh, medians of 3: a file system that turns slow at 25, 50 and 75% of the
+# files, a heavy tail (100 us, one close in 25 of 20 ms), closes that burn
+# 100, 300 and 1,000 us of CPU; about 15 minutes
+bench-policy: $(STAMP) $(SHIM)
+	$(BIN)/pip install --quiet matplotlib
+	$(BIN)/python bench/run.py --hg $(BIN)/hg --shim $(SHIM) --name policy \
+		--files 20000 --operations v2-ssh --configs core,ext-adaptive \
+		--latencies 0,700,onset25,onset50,onset75,heavy,burn100,burn300,burn1000 \
+		--scaling '' --no-references
+
 # a real network file system: the stream rows and the update written to an
 # sshfs mount, served by an sshd this target starts on 127.0.0.1 (sshfs and
 # openssh-server are installed with apt-get where missing); no modelled
@@ -214,11 +226,14 @@ bench-realfs: $(STAMP) $(SHIM)
 		--configs core,core-parallel,ext-adaptive,ext-inline,ext-nowriters,ext-plain \
 		--name realfs
 
-# a mozilla-central-sized repository (about 230,000 files): within an hour
+# a mozilla-central-sized repository (about 230,000 files), with a file
+# system that turns slow at 25, 50 and 75% of the files: some two and a half
+# hours
 bench-full: $(STAMP) $(SHIM)
 	$(BIN)/pip install --quiet matplotlib
 	$(BIN)/python bench/run.py --hg $(BIN)/hg --shim $(SHIM) --name full \
-		--files 230000 --size-scale 8 --latencies 0,700 --no-references \
+		--files 230000 --size-scale 8 --no-references \
+		--latencies 0,700,onset25,onset50,onset75 \
 		--operations v1-apply,v2-ssh --configs core,core-parallel,ext-adaptive \
 		--scaling 1000,10000,100000 --tmpfs-size 14g
 

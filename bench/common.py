@@ -52,24 +52,35 @@ def workdir(size='4g', prefix='hg-backgroundclose-'):
         shutil.rmtree(path, ignore_errors=True)
 
 
-def latency_env(env, shim, latency):
+# the latency a file system that turns slow midway turns to (onsetP)
+ONSET_US = 700
+
+
+def latency_env(env, shim, latency, files=None):
     """``env`` with the slow-close model loaded: ``latency`` is microseconds
     per close, 'none' for no model at all (a real file system's closes),
     'burnN' for N microseconds of CPU burnt per close (an
-    antivirus scan), or 'tail' for the heavy-tailed distribution"""
+    antivirus scan), 'tail' for the heavy-tailed distribution, 'heavy'
+    for 100 us closes with a 20 ms one in 25, or 'onsetP' for closes
+    cheap until P percent of ``files`` (the store's), then ONSET_US"""
     env = dict(env)
+    for name in ('SLOWCLOSE_BURN', 'SLOWCLOSE_DIST', 'SLOWCLOSE_FROM'):
+        env.pop(name, None)
     if latency == 'none':  # a real file system's own closes, no model
-        for name in ('LD_PRELOAD', 'SLOWCLOSE_BURN', 'SLOWCLOSE_DIST',
-                     'SLOWCLOSE_US'):
-            env.pop(name, None)
+        env.pop('LD_PRELOAD', None)
+        env.pop('SLOWCLOSE_US', None)
         return env
     env['LD_PRELOAD'] = shim
-    env.pop('SLOWCLOSE_BURN', None)
     if latency.startswith('burn'):
         env['SLOWCLOSE_BURN'] = '1'
         latency = latency[len('burn'):]
-    if latency == 'tail':
-        env['SLOWCLOSE_DIST'] = 'tail'
+    if latency.startswith('onset'):
+        env['SLOWCLOSE_FROM'] = str(
+            max(1, int(files * int(latency[len('onset'):]) / 100))
+        )
+        env['SLOWCLOSE_US'] = str(ONSET_US)
+    elif latency in ('tail', 'heavy'):
+        env['SLOWCLOSE_DIST'] = latency
         env['SLOWCLOSE_US'] = '0'
     else:
         env.pop('SLOWCLOSE_DIST', None)

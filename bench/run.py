@@ -126,6 +126,8 @@ class Bench:
         # counts instead, with a setting of its own)
         self.measure = lambda cmd, env: common.timed(cmd, env)[:2]
         self.extra = []
+        # corpus -> its store's file count (where an onset begins)
+        self.storefiles = {}
 
     # preparation ---------------------------------------------------------
 
@@ -253,7 +255,8 @@ class Bench:
 
     def run_hg(self, op, config, latency, src):
         self.clean()
-        env = common.latency_env(self.env, self.shim, latency)
+        env = common.latency_env(self.env, self.shim, latency,
+                                 self.storefiles.get(src))
         extra = CONFIGS[config] + self.extra
         hg = self.hg
         if op == 'update':
@@ -325,9 +328,19 @@ def base_latency(rows):
 def latency_label(latency):
     if latency == 'none':
         return 'no model'
-    if latency == 'tail':
-        return 'tail'
+    if latency in ('tail', 'heavy'):
+        return latency
+    if latency.startswith('onset'):
+        return '%d us from %s%%' % (common.ONSET_US, latency[len('onset'):])
+    if latency.startswith('burn'):
+        return '%s us CPU' % latency[len('burn'):]
     return '%s us' % latency
+
+
+def numeric_latency(latency):
+    """whether ``latency`` is a constant close time, a point on the line
+    the plot draws (the others are points of their own)"""
+    return latency.isdigit()
 
 
 def summarize(samples):
@@ -421,12 +434,12 @@ def plot(rows, latencies, path):
                 # numeric latencies form a line; the heavy-tailed mix is a
                 # point of its own, not the next step of that line
                 line = [(x, y) for x, y, lat in zip(xs, ys, latencies)
-                        if y is not None and lat != 'tail']
+                        if y is not None and numeric_latency(lat)]
                 drawn = ax.plot([x for x, _y in line], [y for _x, y in line],
                                 style, marker='o', label=config,
                                 color=colours[config])
                 tail = [(x, y) for x, y, lat in zip(xs, ys, latencies)
-                        if y is not None and lat == 'tail']
+                        if y is not None and not numeric_latency(lat)]
                 if tail:
                     ax.plot([x for x, _y in tail], [y for _x, y in tail], 'D',
                             color=drawn[0].get_color())
@@ -455,7 +468,9 @@ def main(argv=None):
                         help='the default rows: the quick grid (see QUICK) '
                         'or every operation, configuration and latency')
     parser.add_argument('--latencies', help="comma-separated: microseconds, "
-                        "'tail', or 'none' (no model: a real file system)")
+                        "'burnN' (N us of CPU), 'tail', 'heavy', 'onsetP' "
+                        "(700 us from P%% of the files on), or 'none' (no "
+                        "model: a real file system)")
     parser.add_argument('--operations')
     parser.add_argument('--configs')
     parser.add_argument('--fs', choices=('tmpfs', 'sshfs'), default='tmpfs',
@@ -546,6 +561,7 @@ def measure(args, bench, latencies, operations, configs, scaling, started):
     print('building the %d-file corpus...' % args.files)
     src = bench.prepare(args.files, operations=operations)
     count, size = store_size(src)
+    bench.storefiles[src] = count
     if not args.no_references:
         bench.prepare_references(src)
     if 'v2-http' in operations:
@@ -590,6 +606,7 @@ def measure(args, bench, latencies, operations, configs, scaling, started):
     for files in scaling:
         ssrc = bench.prepare(files, name='scale-%d' % files)
         scount, ssize = store_size(ssrc)
+        bench.storefiles[ssrc] = scount
         for rnd in range(args.rounds):
             for config, lat in (('core', '0'), ('ext-adaptive', '0'),
                                 ('core', '700'), ('ext-adaptive', '700')):

@@ -17,7 +17,14 @@
  *                          98% near 1 us, 1.5% of 1 ms, 0.5% of 20 ms, so the
  *                          mean is about 115 us (seed 001 saw closes cluster
  *                          near 1 us and beyond 10 ms)
+ *   SLOWCLOSE_DIST=heavy   most delays 100 us, one in 25 of 20 ms (a mean of
+ *                          896 us): a file system slow throughout, with
+ *                          stalls
  *   SLOWCLOSE_SEED=N       seed of the pseudo-random generator (tail mode)
+ *   SLOWCLOSE_FROM=N       the delay only from the Nth tracked close on
+ *                          (1-based, counted over the whole process): a
+ *                          file system that turns slow midway, as a
+ *                          scanner that wakes up
  *   SLOWCLOSE_FAIL_NTH=N   the Nth delayed close (1-based, counted over the
  *                          whole process) closes the descriptor and then
  *                          reports failure
@@ -66,8 +73,10 @@
 static unsigned char tracked[SLOWCLOSE_MAXFD];
 static long delay_us;
 static int tail_mode;
+static int heavy_mode;
 static long fail_nth;
 static long fail_from;
+static long delay_from;
 static int fail_errno = EIO;
 static const char *fail_match;
 static const char *hang_match;
@@ -114,8 +123,10 @@ __attribute__((constructor)) static void slowclose_init(void)
 
     delay_us = env_long("SLOWCLOSE_US");
     tail_mode = dist && strcmp(dist, "tail") == 0;
+    heavy_mode = dist && strcmp(dist, "heavy") == 0;
     fail_nth = env_long("SLOWCLOSE_FAIL_NTH");
     fail_from = env_long("SLOWCLOSE_FAIL_FROM");
+    delay_from = env_long("SLOWCLOSE_FROM");
     fail_match = getenv("SLOWCLOSE_FAIL_MATCH");
     if (fail_match && !*fail_match)
         fail_match = NULL;
@@ -173,6 +184,8 @@ static uint64_t next_random(void)
 
 static long pick_delay_us(void)
 {
+    if (heavy_mode)
+        return next_random() % 25 == 0 ? 20000 : 100;
     if (!tail_mode)
         return delay_us;
     uint64_t r = next_random() % 1000;
@@ -245,7 +258,8 @@ int close(int fd)
                     sleep_us(10000);
             }
         }
-        sleep_us(pick_delay_us());
+        if (delay_from <= 0 || (long)n >= delay_from)
+            sleep_us(pick_delay_us());
         errno = saved;
         if (mark == 2 || (fail_nth && (long)n == fail_nth) ||
             (fail_from && (long)n >= fail_from)) {

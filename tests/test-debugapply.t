@@ -198,7 +198,7 @@ Settings are checked before anything is written:
   (see "hg help -e backgroundclose")
   [255]
   $ hg -R rc debugapplystreamclonebundle v2.hg --config worker.backgroundclose=maybe
-  abort: worker.backgroundclose is not a boolean ('maybe')
+  abort: worker.backgroundclose must be a boolean or "auto", not maybe
   (see "hg help -e backgroundclose")
   [255]
   $ hg -R rc debugapplystreamclonebundle v2.hg --config worker.backgroundclosenative=sometimes

@@ -49,11 +49,13 @@ extension's text takes the place of core's:
   backgroundclosewrites 1 1
   backgroundclosejournal 1 1
   backgroundclosereport 1 1
-  $ grep -A 4 '^    "backgroundclose"$' worker.txt
+  $ grep -A 6 '^    "backgroundclose"$' worker.txt
       "backgroundclose"
-          Unset, the closer times closes and decides; "true" always closes on
-          threads, "false" on the applying thread.  Core's default (true on
-          Windows only) does not apply while the extension is loaded.
+          Unset or "auto", the closer times closes and decides; "true" always
+          closes on threads, "false" on the applying thread.  "auto" overrides a
+          "true" or "false" set system-wide (core Mercurial refuses it). Core's
+          default (true on Windows only) does not apply while the extension is
+          loaded.
   
 
 Without the extension, the topic is core's own again:

@@ -225,7 +225,7 @@ def test_a_topic_without_cores_entries_is_left_alone():
 
 def test_the_settings_text_is_the_extensions_help():
     text = confighelp.settings_text(extension.__doc__.encode('utf-8'))
-    assert text.startswith(b'``backgroundclose``\n    Unset, the closer')
+    assert text.startswith(b'``backgroundclose``\n    Unset or ``auto``, the')
     assert text.count(b'\n``backgroundclose') == len(SETTINGS) - 1
 
 

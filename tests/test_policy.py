@@ -579,3 +579,85 @@ def test_skips_double_up_to_a_bound_and_start_over_after_a_dear_sample():
     assert cheap == [skip, skip * 2, skip * 4, skip * 8, skip * 8, skip * 8]
     assert schedule.next_skip(False) == 0  # closes dear: no skip
     assert schedule.next_skip(True) == skip  # and the doubling starts over
+
+
+# a skip's closes, one timed in a window -----------------------------------
+
+THRESHOLD = 30e-6
+
+
+def test_a_skip_is_a_whole_number_of_windows():
+    assert policymod.SkipSchedule.SKIP % policymod.SkipWatch.WINDOW == 0
+    assert policymod.SkipWatch.MASK == policymod.SkipWatch.WINDOW - 1
+
+
+def test_a_cheap_close_goes_on_with_the_skip():
+    watch = policymod.SkipWatch(THRESHOLD)
+    assert not any(watch.timed(d) for d in (1e-6, 20e-6, 29.9e-6))
+    assert watch.ended == 0
+
+
+def test_a_close_of_the_threshold_or_more_ends_the_skip():
+    watch = policymod.SkipWatch(THRESHOLD)
+    assert watch.timed(700e-6)
+    assert watch.timed(THRESHOLD)
+    assert watch.ended == 2 and watch.slowest == THRESHOLD
+
+
+def inline_after_onset(onset, skip=None, watched=True):
+    """files closed untimed or timed inline after closes turned 700 us
+    slow at file ``onset`` of a skip (0-based), until the policy wants
+    threads: the skip's files up to the one whose timed close ends it
+    (one in a window, the first of the skip first; all of them if not
+    ``watched``), then a sample's closes as the closer times them (one in
+    SAMPLE, every one after a slow one)"""
+    schedule = policymod.SkipSchedule()
+    skip = skip or schedule.next_skip(True, watched)
+    watch = policymod.SkipWatch(THRESHOLD)
+    slow, inline = 700e-6, 0
+    for index in range(skip):
+        late = index >= onset
+        inline += late
+        if watched and not index & watch.MASK and watch.timed(
+            slow if late else 2e-6
+        ):
+            break
+    policy = Policy(threshold=THRESHOLD, sample=policymod.SAMPLE)
+    for index in range(1, 10 * schedule.SAMPLE):
+        inline += 1
+        if index % policy.sample_every:
+            continue  # not timed
+        if policy.learn_inline(slow):
+            return inline
+    raise AssertionError('never switched')
+
+
+@pytest.mark.parametrize('onset', [0, 1, 63, 64, 500, 1023])
+def test_an_onset_anywhere_in_a_watched_skip_switches_within_256_files(onset):
+    inline = inline_after_onset(onset)
+    assert inline <= 256
+    # the window's timed close, then the sample's slow run
+    assert inline <= policymod.SkipWatch.WINDOW + policymod.SAMPLE + 4
+
+
+@pytest.mark.parametrize('onset', [0, 100, 223])
+def test_an_onset_in_an_unwatched_skip_switches_within_256_files(onset):
+    schedule = policymod.SkipSchedule()
+    assert schedule.next_skip(True, watched=False) == schedule.UNWATCHED
+    # however many cheap samples came before: never longer
+    assert schedule.next_skip(True, watched=False) == schedule.UNWATCHED
+    assert inline_after_onset(onset, watched=False) <= 256
+
+
+def test_a_burst_ends_one_skip_only():
+    # one slow close, then cheap ones: the next sample finds closes cheap
+    # and the skips go on, doubling as before
+    schedule = policymod.SkipSchedule()
+    watch = policymod.SkipWatch(THRESHOLD)
+    first = schedule.next_skip(True)
+    assert watch.timed(5e-3)
+    policy = Policy(threshold=THRESHOLD, sample=policymod.SAMPLE)
+    # the sample: 32 closes of 2 us, one in 8 timed
+    assert not any(policy.learn_inline(2e-6) for _ in range(4))
+    assert policy.closes_cheap()
+    assert schedule.next_skip(policy.closes_cheap()) == first * 2

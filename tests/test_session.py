@@ -261,11 +261,15 @@ def sample_skip_sample(repo, fmt):
     """a stream apply of a sample, a skip and a sample of files, whose
     bytes are checked (those of the files left to core count too):
     (session, sample, skip, count)"""
-    sample, skip = policymod.SkipSchedule.SAMPLE, policymod.SkipSchedule.SKIP
+    schedule = policymod.SkipSchedule
+    sample = schedule.SAMPLE
+    # a v3 stream's closes are core's, untimed: its skips are short
+    skip = schedule.SKIP if fmt != b'v3' else schedule.UNWATCHED
     count = sample + skip + sample
     session = streamapply.ApplySession(
         repo, fmt, expectedbytes=stream_bytes(count)
     )
+    assert session.watches_skips() == (fmt != b'v3')
     return session, sample, skip, count
 
 
@@ -897,6 +901,9 @@ def test_each_cheap_sample_doubles_the_next_skip_up_to_a_bound(
     session = streamapply.ApplySession(repo, b'v3')
     session.schedule.SAMPLE, session.schedule.SKIP = 4, 16
     assert session.schedule.DOUBLINGS == 3
+    # as if it timed a skip's closes (v2 from 7.0 on, v1): core closes a v3
+    # skip's files, so its skips are short (the test after the next)
+    session.watches_skips = lambda: True
     skips = [16, 32, 64, 128, 128]
     count = sum(skips) + 4 * (len(skips) + 1)
     runs = skips_while(repo, session, count, lambda number: True)
@@ -914,6 +921,7 @@ def test_a_sample_that_finds_closes_dear_starts_the_skips_over(
     repo = cheap_closes_repo
     session = streamapply.ApplySession(repo, b'v3')
     session.schedule.SAMPLE, session.schedule.SKIP = 4, 16
+    session.watches_skips = lambda: True  # as above
     # files 0-3 sampled, 4-19 skipped, 20-23 sampled, 24-55 skipped: the
     # sample of files 56-59 finds closes dear, the next one cheap again
     dear = range(56, 60)
@@ -1581,6 +1589,8 @@ def test_a_changegroup_step_leaves_whole_revlogs_to_core_while_cheap(
     unpacker, names = changegroup_of_files(tmp_path, 60)
     monkeypatch.setattr(policymod.SkipSchedule, 'SAMPLE', 4)
     monkeypatch.setattr(policymod.SkipSchedule, 'SKIP', 8)
+    # core closes the revlogs it is left, untimed: skips stay this short
+    monkeypatch.setattr(policymod.SkipSchedule, 'UNWATCHED', 12)
     cores_call = vfsmod.vfs.__call__
     groups = []  # each group's name, and whether core alone opens it
 
@@ -1634,11 +1644,10 @@ def test_a_changegroup_step_leaves_whole_revlogs_to_core_while_cheap(
                for name, core in groups)
     runs = runs_of([handedfiles.HandedOverFile if not core else None
                     for _name, core in groups])
-    assert runs == [(True, 4), (False, 8), (True, 4), (False, 16),
-                    (True, 4), (False, 24)]
-    # 8 + 16 + 24 revlogs: the empty header after the last group counts
+    assert runs == [(True, 4), (False, 12)] * 3 + [(True, 4), (False, 8)]
+    # 12 * 3 + 8 revlogs: the empty header after the last group counts
     # for nothing
-    assert skipped == [48]
+    assert skipped == [44]
     # every wrapper of the two sessions is gone
     assert vfsmod.vfs.__call__ is cores_call
     assert changegroup.cg1unpacker.filelogheader is header

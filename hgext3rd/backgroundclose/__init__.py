@@ -45,7 +45,7 @@ After every stream apply, changegroup step and update, one line goes to
 Mercurial's log, the ``backgroundclose`` event (see :hg:`help -e
 blackbox`): files, seconds, the close time spent on threads, and what the
 closer decided.  ``--debug`` prints a line for each closer that started
-threads.
+threads, with the reason for its last switch.
 
 The timing report (``backgroundclosereport``) has a row per operation with
 its count, total, mean and longest time: "close, applier" is the time the
@@ -60,9 +60,11 @@ In the ``[worker]`` section; also listed in :hg:`help config.worker`.  A bad
 value aborts before anything is written.
 
 ``backgroundclose``
-  Unset, the closer times closes and decides; ``true`` always closes on
-  threads, ``false`` on the applying thread.  Core's default (true on
-  Windows only) does not apply while the extension is loaded.
+  Unset or ``auto``, the closer times closes and decides; ``true`` always
+  closes on threads, ``false`` on the applying thread.  ``auto`` overrides
+  a ``true`` or ``false`` set system-wide (core Mercurial refuses it).
+  Core's default (true on Windows only) does not apply while the extension
+  is loaded.
 
 ``backgroundclosethreadcount``
   Threads started when background closing begins. (default: 4)

@@ -11,6 +11,7 @@ from mercurial.i18n import _
 from mercurial import error
 from mercurial.utils import stringutil
 
+from .engine import policy as policymod
 
 # one whole sentence per action, so that a translation can word each
 _FILE_ERRORS = {
@@ -37,22 +38,25 @@ def file_abort(exc, name):
 # the closer's reasons (engine/policy.py, engine/closer.py), as the user
 # reads them; the ui.log line and JSON keep the engine's words
 _REASONS = {
-    'fewer files than minfilecount': _(
+    policymod.CLOSES_SLOW: _(b'closes measured slow'),
+    policymod.CLOSES_CHEAP: _(b'closes measured cheap again'),
+    policymod.HANDOVER_DEAR: _(
+        b'handing files over cost as much as closing them'
+    ),
+    policymod.FEW_FILES: _(
         b'fewer files than worker.backgroundcloseminfilecount'
     ),
-    'no thread could be started': _(b'no thread could be started'),
-    'closes still hanging were left to their threads': _(
-        b'closes still hanging were left to their threads'
-    ),
+    policymod.NO_THREAD: _(b'no thread could be started'),
+    policymod.HUNG_LEFT: _(b'closes still hanging were left to their threads'),
 }
 
 
 # the closer's policies and modes (engine/policy.py), as the user reads
 # them
 _WORDS = {
-    'adaptive': _(b'adaptive'),
-    'background': _(b'background'),
-    'inline': _(b'inline'),
+    policymod.ADAPTIVE: _(b'adaptive'),
+    policymod.BACKGROUND: _(b'background'),
+    policymod.INLINE: _(b'inline'),
 }
 
 
@@ -88,8 +92,9 @@ def closer_summary(closer, what, extra=b'', stats=None):
         stats = closer.stats()
     line = (
         b'backgroundclose: %d %s closes (%d on threads), %s mode, '
-        b'%d%s threads, %d switches%s\n'
+        b'%d%s threads, %d switches%s%s\n'
     )
+    reason = closer.decisions.reason
     return line % (
         stats['close'].count,
         what,
@@ -98,6 +103,7 @@ def closer_summary(closer, what, extra=b'', stats=None):
         closer.threadcount,
         b' native' if closer.native and closer.threadcount else b'',
         closer.decisions.switches,
+        b' (%s)' % reason.encode('ascii') if reason else b'',
         extra,
     )
 

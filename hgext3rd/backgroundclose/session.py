@@ -90,6 +90,8 @@ class Session:
         self.skipping = 0
         self.skipped = 0
         self.schedule = policymod.SkipSchedule()
+        # whether the closes of a skip's files became slow
+        self.watch = policymod.SkipWatch(self.closer.decisions.threshold)
         # the open wrapper taken away during skips, and whether it is away
         self._openseam = (
             None if openseam is None
@@ -118,7 +120,8 @@ class Session:
         if not schedule.sampled_one():
             return
         self.skipping = schedule.next_skip(
-            self.closer.closes_cheap and self.may_skip()
+            self.closer.closes_cheap and self.may_skip(),
+            self.watches_skips(),
         )
         if self.skipping:
             self.skip_begins()
@@ -158,6 +161,11 @@ class Session:
         """whether the seam may leave files to core while closes are
         cheap"""
         return True
+
+    def watches_skips(self):
+        """whether the seam times some of the closes of the files it
+        leaves to core (SkipWatch); if not, its skips are short"""
+        return False
 
     def leave_to_core(self):
         """whether to leave the file about to be opened to core"""

@@ -50,17 +50,25 @@ def _positive(ui, name, minimum=1):
 def policy(ui):
     """what ``worker.backgroundclose`` asks for
 
-    Left unset, the extension decides while it applies (adaptive); set, it
-    forces closing on background threads or on the writing thread.
+    Left unset or ``auto``, the extension decides while it applies
+    (adaptive); a boolean forces closing on background threads or on the
+    writing thread.  ``auto`` overrides a ``true`` or ``false`` set in a
+    file read before (a system-wide one) without ``%unset``.
     """
     # core registers this one with a default that depends on the platform,
     # and such an item must be read with an explicit default (devel
     # warnings say so); None stands for "unset" here
-    if ui.config(SECTION, b'backgroundclose', None) is None:
+    value = ui.config(SECTION, b'backgroundclose', None)
+    if value is None or value.strip().lower() == b'auto':
         return engine.ADAPTIVE
-    if _read(ui.configbool, b'backgroundclose', False):
-        return engine.BACKGROUND
-    return engine.INLINE
+    forced = stringutil.parsebool(value)
+    if forced is None:
+        raise error.Abort(
+            _(b'%s.backgroundclose must be a boolean or "auto", not %s')
+            % (SECTION, value),
+            hint=_(b'see "hg help -e backgroundclose"'),
+        )
+    return engine.BACKGROUND if forced else engine.INLINE
 
 
 def closer_options(ui):

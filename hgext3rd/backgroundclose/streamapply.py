@@ -56,6 +56,9 @@ from . import (
 )
 from .engine import policy as policymod
 
+# one close of a skip's files in so many is timed (SkipWatch)
+_WINDOW_MASK = policymod.SkipWatch.MASK
+
 class ApplySession(sessionmod.Session):
     """one stream apply: its closer, its timings, how to name its files"""
 
@@ -310,6 +313,13 @@ class ApplySession(sessionmod.Session):
             return self.streamfiles > 0
         return True
 
+    def watches_skips(self):
+        """the closes of a skip's files are the session's to time where it
+        writes them (stream v2 from Mercurial 7.0 on) or where core hands
+        them back (v1, opened with backgroundclose=True); stream v3 and v2
+        before 7.0 close them in core"""
+        return not self.opens_through_vfs or self.format == b'v1'
+
     def leaves_files(self):
         """files are left to core only where the session has nothing else
         to do with them: no report to time them for, no writer threads
@@ -355,12 +365,20 @@ class ApplySession(sessionmod.Session):
         """close a file left to core, here, counting its bytes; the closer
         measures closes again with the next sample"""
         self._coreclose = False
+        # one in a window is timed (SkipWatch); none once the skip ended
+        timed = self.skipping and not self.skipping & _WINDOW_MASK
         try:
             nbytes = fh.tell()  # opened empty, written in one pass
+            if timed:
+                start = util.timer()
             fh.close()
         except Exception as exc:
             raise engine.FileError(name, exc) from exc
         self.corebytes += nbytes
+        if timed and self.watch.timed(util.timer() - start):
+            # closes are slow now: the next file is the session's
+            self.skipping = 0
+            self.skip_ends()
 
     def core_file_abort(self, exc):
         """the abort that names the file core was opening or writing when
@@ -418,6 +436,7 @@ class ApplySession(sessionmod.Session):
         result = reportmod.ApplyReport(
             self.format, util.timer() - self.started, stats, info
         )
+        self._debug_summary(stats, info)
         messages.log_summary(
             self.ui,
             b'stream %s apply' % self.format,
@@ -434,6 +453,26 @@ class ApplySession(sessionmod.Session):
             self._collector.append(result)
         elif self.reportstyle != settings.REPORT_OFF:
             reportmod.show_after_apply(self.ui, result, self.reportstyle)
+
+    def _debug_summary(self, stats, info):
+        """with ``--debug``, what the closer decided, if it did anything
+        but close inline while closes were cheap: threads, skips ended
+        early, writer threads (Mercurial's own tests read the debug output
+        of stream clones that need none of them)"""
+        watch = self.watch
+        if not (self.closer.threadcount or watch.ended or info[b'writers']):
+            return
+        extra = b''
+        if watch.ended:
+            extra += b', %d skips ended early (the last by a %s close)' % (
+                watch.ended,
+                util.timecount(watch.slowest),
+            )
+        if info[b'writers']:
+            extra += b', %d writer threads' % info[b'writers']
+        self.ui.debug(
+            messages.closer_summary(self.closer, b'stream', extra, stats)
+        )
 
     # wrappers the session puts in place and takes away -------------------
 

@@ -37,12 +37,15 @@ from . import (
     compat,
     engine,
 )
+from .engine import policy as policymod
 
 # CPU time of the calling thread: an open that burns it is no wait
 _thread_time = time.thread_time
 _blocked = engine.slept
 
 _OPEN_FLAGS = os.O_WRONLY | os.O_CREAT | getattr(os, 'O_BINARY', 0)
+# one close of a skip's files in so many is timed (SkipWatch)
+_WINDOW_MASK = policymod.SkipWatch.MASK
 
 
 class StreamV2Writer:
@@ -398,6 +401,8 @@ class StreamV2Writer:
         storenames = journal.storenames if journal.journaled else None
         openowned, closeowned = engine.owned_open_close()
         oswrite = os.write
+        clock = time.perf_counter
+        watch = session.watch
         done = nbytes = 0
         try:
             for path, mode, data in itertools.chain(
@@ -425,10 +430,21 @@ class StreamV2Writer:
                         raise engine.FileError(path, exc, 'writing') from exc
                     nbytes += len(chunk)
                 try:
-                    closeowned(fd, owned)
+                    if done & _WINDOW_MASK:
+                        closeowned(fd, owned)
+                        slow = False
+                    else:
+                        # one close in a window is timed (SkipWatch)
+                        start = clock()
+                        closeowned(fd, owned)
+                        slow = watch.timed(clock() - start)
                 except OSError as exc:
                     raise engine.FileError(path, exc) from exc
                 done += 1
+                if slow:
+                    # closes are slow now: the next files are the
+                    # session's, timed
+                    break
         finally:
             session.corebytes += nbytes
             session.streamfiles += done

@@ -516,9 +516,7 @@ class Closer:
         # first: once ``abandoned`` is set, nothing calls this again
         self._pool.abandon()
         self.abandoned = True
-        self._policy.reason = (
-            'closes still hanging were left to their threads'
-        )
+        self._policy.reason = policymod.HUNG_LEFT
 
     def _disown(self):
         """forget every thread, lock and queued file: this process is a

@@ -73,6 +73,15 @@ POLICIES = (INLINE, BACKGROUND, ADAPTIVE)
 # needs their times
 SAMPLE = 8
 
+# why the policy is in the mode it is in (``Policy.reason``): the last
+# switch, or what keeps it inline
+CLOSES_SLOW = 'closes measured slow'
+CLOSES_CHEAP = 'closes measured cheap again'
+HANDOVER_DEAR = 'handing files over cost as much as closing them'
+FEW_FILES = 'fewer files than minfilecount'
+NO_THREAD = 'no thread could be started'
+HUNG_LEFT = 'closes still hanging were left to their threads'
+
 
 def _usable_cores():
     """the cores this process may run on (a container may allow fewer
@@ -127,7 +136,7 @@ class Policy:
         self.reason = None
         if 0 <= expectedcount < minfilecount and policy != INLINE:
             policy = INLINE
-            self.reason = 'fewer files than minfilecount'
+            self.reason = FEW_FILES
         self.policy = policy
         self.threads = threads
         self.maxthreads = max(threads, maxthreads)
@@ -285,6 +294,7 @@ class Policy:
             duration = max(self.threshold, min(duration, self._runfastest))
         self.background = True
         self.switches += 1
+        self.reason = CLOSES_SLOW
         self._probeat = self._probeevery = self.PROBE_FIRST
         self._probeleft = 0
         # size the pool from the close just measured (or the run's
@@ -397,6 +407,7 @@ class Policy:
             # until the closer finishes
             self.background = False
             self.switches += 1
+            self.reason = CLOSES_CHEAP if cheap else HANDOVER_DEAR
             self.estimate = mean
             # closes back inline start a run of their own (one counted by
             # another writer thread as this one switched would be stale)
@@ -438,7 +449,7 @@ class Policy:
         if not running:
             self.threadless = True
             self.background = False
-            self.reason = 'no thread could be started'
+            self.reason = NO_THREAD
 
     def disown(self):
         """in a forked child: inline from now on, without threads"""
@@ -577,8 +588,12 @@ class SkipSchedule:
     (``skip`` files, counted down by the seam), then another sample is
     taken.  Each sample after which files may be left to core again
     doubles the next skip, up to ``SKIP << DOUBLINGS`` files; any other
-    sample starts over from ``SKIP``.  A file system that turns slow is
-    noticed within one skip: 1,024 files at first, 8,192 at most.  (A
+    sample starts over from ``SKIP``.  Where the session sees the skip's
+    closes, one in ``SkipWatch.WINDOW`` is timed, and a file system that
+    turns slow ends the skip within that many files.  Where it does not,
+    a skip is ``UNWATCHED`` files at most: an onset is then noticed by the
+    next sample, after at most ``UNWATCHED`` files and the sample's first
+    timed close, and closes switch after ``Policy.SLOW_RUN`` slow ones.  (A
     stream's files are opened once each; a changegroup step counts
     revlogs, each opened two or three times, more when split.)
     """
@@ -589,6 +604,10 @@ class SkipSchedule:
     # than core's: one file in 33 while each skip is 1,024 files, one in
     # 257 once skips are 8,192
     DOUBLINGS = 3
+    # skips whose closes no one times: with the sample's first timed close
+    # and the rest of a slow run, under 256 files closed inline after an
+    # onset
+    UNWATCHED = 224
 
     def __init__(self):
         self._sampled = 0  # files of the current sample
@@ -603,13 +622,54 @@ class SkipSchedule:
         self._sampled = 0
         return True
 
-    def next_skip(self, cheap):
+    def next_skip(self, cheap, watched=True):
         """a sample is complete: how many files to leave to core now (0:
         none, take the next sample); ``cheap``: closes measured cheap and
-        the seam may leave files to core"""
+        the seam may leave files to core; ``watched``: the seam times a
+        skip's closes (SkipWatch)"""
         if not cheap:
             self._cheapsamples = 0
             return 0
+        if not watched:
+            return self.UNWATCHED
         skip = self.SKIP << min(self._cheapsamples, self.DOUBLINGS)
         self._cheapsamples += 1
         return skip
+
+
+class SkipWatch:
+    """while files are left to core, whether their closes became slow
+
+    Where the session closes a skip's files itself (stream v2 from
+    Mercurial 7.0 on, whose skips it writes; stream v1, whose files core
+    hands back to close), one close in ``WINDOW`` is timed, two clock
+    reads: one that takes the threshold or more ends the skip, and the
+    sample that follows times closes and decides.  A file system that
+    turns slow (a scanner that wakes up midway) is so noticed within
+    ``WINDOW`` files, wherever in the skip it begins, whether or not a
+    report times every close.  One close can be slow for other reasons (a
+    preempted thread): the skip then ends early for nothing, and the next
+    sample, finding closes cheap, begins the next one.  (The time a file
+    takes as a whole would not do: it holds the wait for the stream,
+    which a busy server makes longer by more than a slow close does.)
+    Where the session does not see a skip's closes (stream v3, v2 before
+    7.0, changegroups), skips are kept short instead (``SkipSchedule``).
+    """
+
+    WINDOW = 64
+    MASK = WINDOW - 1
+
+    def __init__(self, threshold):
+        self._threshold = threshold
+        # skips ended early, and the close that ended the last one
+        self.ended = 0
+        self.slowest = 0.0
+
+    def timed(self, duration):
+        """a close of a skip's file took ``duration`` seconds: True if the
+        skip ends"""
+        if duration < self._threshold:
+            return False
+        self.ended += 1
+        self.slowest = duration
+        return True

@@ -1,0 +1,58 @@
+A file system that turns slow midway
+====================================
+
+While closes are cheap, the extension leaves whole runs of files to core
+(skips), timing one close in 64 of them; a scanner that wakes up in the
+middle of a clone makes those closes slow, which ends the skip, and the
+closer moves closes to threads.  bench/slowclose.c models it:
+SLOWCLOSE_FROM=N adds the latency from the Nth close on.
+
+  $ [ -n "$SLOWCLOSE_SO" ] && [ -f "$SLOWCLOSE_SO" ] || exit 80
+  $ . "$TESTDIR/setup.sh"
+  $ makerepo src 3000
+  $ slow() { LD_PRELOAD="$SLOWCLOSE_SO" "$@"; }
+
+No timing report: with one, every close is timed and no file is left to
+core.  --debug says what the closer decided and why:
+
+  $ SLOWCLOSE_US=700 SLOWCLOSE_FROM=1500 slow \
+  >   hg clone -U --stream --debug ssh://user@dummy/src onset > onset.out
+  $ grep '^backgroundclose:' onset.out
+  backgroundclose: * stream closes (* on threads), background mode, * native threads, 1 switches (closes measured slow), * skips ended early (the last by a * close) (glob)
+  $ hg -R onset verify -q
+
+Of the files written after the onset, all but a few went to the threads:
+the files left to core before the skip ended (64 at most), the sample's
+closes until the switch, and the closer's probes, a few closes each, that
+measure the file system again now and then:
+
+  $ total=$(sed -n 's/^\([0-9]*\) files to transfer.*/\1/p' onset.out)
+  $ threads=$(sed -n 's/^backgroundclose: .* (\([0-9]*\) on threads).*/\1/p' onset.out)
+  $ inline=$((total - 1500 - threads))
+  $ [ "$inline" -le 256 ] && echo "at most 256 closed inline after the onset"
+  at most 256 closed inline after the onset
+
+Without the onset, closes stay cheap and the closer says nothing:
+
+  $ SLOWCLOSE_US=700 SLOWCLOSE_FROM=1000000 slow \
+  >   hg clone -U --stream --debug ssh://user@dummy/src cheap \
+  >   | grep -c '^backgroundclose:'
+  0
+  [1]
+
+worker.backgroundclose=auto names that adaptive mode, and undoes a
+system-wide true without %unset (forced, the closer starts threads and
+says so):
+
+  $ cat >> .hgrc <<HGRC
+  > [worker]
+  > backgroundclose = true
+  > backgroundcloseminfilecount = 0
+  > HGRC
+  $ hg clone -U --stream --debug ssh://user@dummy/src forced \
+  >   | grep -o '^backgroundclose: .* mode'
+  backgroundclose: * stream closes (* on threads), background mode (glob)
+  $ hg clone -U --stream --debug ssh://user@dummy/src auto \
+  >   --config worker.backgroundclose=auto | grep -c '^backgroundclose:'
+  0
+  [1]
