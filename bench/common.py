@@ -89,9 +89,12 @@ def latency_env(env, shim, latency, files=None):
 
 
 def timed(cmd, env, cwd=None, stdout=subprocess.DEVNULL):
-    """run ``cmd``; return (seconds, peak RSS in KB, stdout or None)
+    """run ``cmd``; return (seconds, peak RSS in KB, stdout or None, CPU
+    seconds)
 
-    The peak RSS is the largest of the command and its waited-for children.
+    The peak RSS is the largest of the command and its waited-for children;
+    the CPU time (user and system) is theirs all together: an ssh clone's
+    server too.
     """
     start = time.perf_counter()
     proc = subprocess.Popen(
@@ -106,7 +109,7 @@ def timed(cmd, env, cwd=None, stdout=subprocess.DEVNULL):
         raise subprocess.CalledProcessError(
             proc.returncode, cmd, output=out, stderr=err
         )
-    return seconds, usage.ru_maxrss, out
+    return seconds, usage.ru_maxrss, out, usage.ru_utime + usage.ru_stime
 
 
 def apt_install(packages):

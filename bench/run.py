@@ -124,10 +124,16 @@ class Bench:
         # how an hg command is measured: (seconds, peak RSS in KB); and
         # arguments given to every measured hg command (countcommands.py
         # counts instead, with a setting of its own)
-        self.measure = lambda cmd, env: common.timed(cmd, env)[:2]
+        self.measure = self.timed
+        # the CPU seconds of the last command measured, where known
+        self.lastcpu = None
         self.extra = []
         # corpus -> its store's file count (where an onset begins)
         self.storefiles = {}
+
+    def timed(self, cmd, env):
+        seconds, rss, _out, self.lastcpu = common.timed(cmd, env)
+        return seconds, rss
 
     # preparation ---------------------------------------------------------
 
@@ -357,6 +363,8 @@ def summarize(samples):
             'runs': len(group),
             'seconds': median([g['seconds'] for g in group]),
             'maxrss_kb': median([g['maxrss_kb'] for g in group]),
+            'cpu': median([g['cpu'] for g in group
+                           if g.get('cpu') is not None]),
         })
     base = {(r['what'], r['files']): r['seconds'] for r in rows
             if r['config'] in ('core', 'ref')
@@ -367,6 +375,39 @@ def summarize(samples):
         r['files_per_s'] = r['files'] / r['seconds']
         r['mb_per_s'] = r['bytes'] / r['seconds'] / 1e6
     return rows
+
+
+def usable_cores():
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def burning_table(rows):
+    """lines comparing each row whose closes burn CPU (burnN) with the
+    ideal: the work of core's command at 0 us (its CPU time, the server's
+    included) plus every close's N us, shared by the cores, and never
+    faster than core at 0 us"""
+    cores = usable_cores()
+    base = {(r['what'], r['files']): r for r in rows
+            if r['config'] == 'core' and r['latency'] == '0'
+            and r.get('cpu') is not None}
+    lines = []
+    for r in rows:
+        core = base.get((r['what'], r['files']))
+        if not r['latency'].startswith('burn') or core is None:
+            continue
+        cost = int(r['latency'][len('burn'):]) * 1e-6
+        ideal = max(core['seconds'],
+                    (core['cpu'] + r['files'] * cost) / cores)
+        lines.append('  %-16s %-14s %-12s %7.2f s  ideal %6.2f s  %5.2fx' % (
+            r['what'], r['config'], latency_label(r['latency']),
+            r['seconds'], ideal, r['seconds'] / ideal))
+    if not lines:
+        return []
+    return ['', 'closes that burn CPU, against the ideal: max(core at 0 us, '
+            '(core\'s CPU at 0 us + closes x cost) / %d cores)' % cores] + lines
 
 
 def table(rows, latencies):
@@ -582,7 +623,7 @@ def measure(args, bench, latencies, operations, configs, scaling, started):
                         samples.append(dict(
                             what=op, config=config, latency=lat,
                             files=count, bytes=size, seconds=secs,
-                            maxrss_kb=rss, round=rnd))
+                            maxrss_kb=rss, cpu=bench.lastcpu, round=rnd))
                 if not args.no_references:
                     for ref in REFERENCES:
                         secs, rss = bench.run_reference(ref, lat, src)
@@ -643,6 +684,7 @@ def report_and_save(args, bench, samples, count, size, latencies, on_tmpfs,
             text.append('%-14s %8s %8d %10.1f' % (
                 r['config'], r['latency'], r['files'],
                 r['seconds'] / r['files'] * 1e6))
+    text += burning_table(main_rows)
     rss = [r for r in main_rows if r['config'] != 'ref']
     if rss:
         text += ['', 'peak RSS (median, MB) at the highest latency:']

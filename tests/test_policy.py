@@ -661,3 +661,28 @@ def test_a_burst_ends_one_skip_only():
     assert not any(policy.learn_inline(2e-6) for _ in range(4))
     assert policy.closes_cheap()
     assert schedule.next_skip(policy.closes_cheap()) == first * 2
+
+
+# the reason for the last switch --------------------------------------------
+
+
+def test_each_switch_says_why():
+    policy = switched_by_a_run()
+    assert policy.reason == policymod.CLOSES_SLOW
+    sent_back_inline_by_a_cheap_probe(policy)
+    assert policy.reason == policymod.CLOSES_CHEAP
+    # back to the background, then a probe whose closes cost the writer
+    # no more than handing a file over did
+    assert switch_after(policy, 700e-6)
+    policy.switch_to_background(700e-6)
+    assert policy.reason == policymod.CLOSES_SLOW
+    policy.handover = 500e-6
+    probe_closes(policy, [400e-6])
+    assert policy.mode == policymod.INLINE
+    assert policy.reason == policymod.HANDOVER_DEAR
+
+
+def test_a_forced_policy_gives_no_reason_until_something_keeps_it_inline():
+    assert Policy(policy=policymod.BACKGROUND).reason is None
+    assert Policy(policy=policymod.BACKGROUND, expectedcount=10,
+                  minfilecount=2048).reason == policymod.FEW_FILES
