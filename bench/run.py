@@ -298,7 +298,8 @@ class Bench:
 
     def run_reference(self, ref, latency, src):
         self.clean()
-        env = common.latency_env(self.env, self.shim, latency)
+        env = common.latency_env(self.env, self.shim, latency,
+                                 self.storefiles.get(src))
         if ref == 'tar-x':
             os.makedirs(self.dest)
             cmd = ['tar', '-xf', src + '.store.tar', '-C', self.dest]

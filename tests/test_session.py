@@ -1053,6 +1053,60 @@ def test_stream_v2_writes_whole_skips_untimed_in_place_of_core_s_writer(
     assert vfsmod.abstractvfs.prepare_streamed_file is core_s_prepare
 
 
+class SlowAt:
+    """streamv2's time module, whose perf_counter (_write_skip's clock)
+    moves a microsecond a call, and a second at the call that ends the
+    ``nth`` timed close (1-based): that close is slow, whatever the
+    threshold"""
+
+    def __init__(self, nth):
+        self.now, self.calls, self.nth = 0.0, 0, nth
+
+    def perf_counter(self):
+        self.calls += 1
+        slow = self.calls == 2 * self.nth
+        self.now += 1.0 if slow else 1e-6
+        return self.now
+
+
+@needs_v2_writer
+@pytest.mark.parametrize('nth', [1, 3])
+def test_a_slow_close_in_a_stream_v2_skip_ends_it_at_once(
+    cheap_closes_repo, monkeypatch, nth
+):
+    # one close in a window of the skip's is timed, the first first: the
+    # nth timed one is slow, so the skip ends after that file, and the
+    # next files are the session's again (a sample, cheap here, then the
+    # next skip, which doubles as before)
+    from hgext3rd.backgroundclose import streamv2
+
+    repo = cheap_closes_repo
+    sample, window = policymod.SkipSchedule.SAMPLE, policymod.SkipWatch.WINDOW
+    skip = policymod.SkipSchedule.SKIP
+    clock = SlowAt(nth)
+    monkeypatch.setattr(streamv2, 'time', clock)
+    sessions = sessions_made(monkeypatch)
+    core = skip_writes(monkeypatch)
+    ended = (nth - 1) * window + 1
+    count = sample + ended + sample + 2 * skip
+    v2_applied(repo, v2_files(count))
+    session, = sessions
+    assert session.watch.ended == 1
+    # the first skip: up to the file whose close was slow; after the
+    # sample, a skip of twice SKIP: the early end did not reset the doubling
+    rawvfs = repo.store.rawvfs
+    left = (list(range(sample, sample + ended))
+            + list(range(2 * sample + ended, count)))
+    assert [path for path, _core in core] == [
+        rawvfs.join(b'data/f%d.i' % n) for n in left]
+    assert session.skipped == ended + 2 * skip
+    # one timed close in each window of the two skips, no more
+    windows = nth + 2 * skip // window
+    assert clock.calls == 2 * windows
+    assert repo.svfs.read(b'data/f%d.i' % (count - 1)) == b'%d' % (count - 1)
+    assert not session.closer.owned
+
+
 @needs_v2_writer
 @pytest.mark.parametrize('where', ['inside a skip', 'sampled'])
 def test_a_stream_v2_cut_inside_the_last_file_aborts(

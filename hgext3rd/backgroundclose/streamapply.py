@@ -456,23 +456,25 @@ class ApplySession(sessionmod.Session):
 
     def _debug_summary(self, stats, info):
         """with ``--debug``, what the closer decided, if it did anything
-        but close inline while closes were cheap: threads, skips ended
-        early, writer threads (Mercurial's own tests read the debug output
-        of stream clones that need none of them)"""
+        but close inline: threads, switches, writer threads (Mercurial's
+        own tests read the debug output of stream clones that need none of
+        them; a skip ended early alone, by a close preempted on a busy
+        machine, is no decision)"""
         watch = self.watch
-        if not (self.closer.threadcount or watch.ended or info[b'writers']):
+        closer = self.closer
+        if not (
+            closer.threadcount or closer.decisions.switches or info[b'writers']
+        ):
             return
         extra = b''
         if watch.ended:
             extra += b', %d skips ended early (the last by a %s close)' % (
                 watch.ended,
-                util.timecount(watch.slowest),
+                util.timecount(watch.last),
             )
         if info[b'writers']:
             extra += b', %d writer threads' % info[b'writers']
-        self.ui.debug(
-            messages.closer_summary(self.closer, b'stream', extra, stats)
-        )
+        self.ui.debug(messages.closer_summary(closer, b'stream', extra, stats))
 
     # wrappers the session puts in place and takes away -------------------
 

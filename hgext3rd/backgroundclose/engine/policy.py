@@ -602,11 +602,12 @@ class SkipSchedule:
     SKIP = 1024
     # a sample takes its files through the session's own path, dearer
     # than core's: one file in 33 while each skip is 1,024 files, one in
-    # 257 once skips are 8,192
+    # 257 once skips are 8,192 (one in 8 where skips are UNWATCHED)
     DOUBLINGS = 3
     # skips whose closes no one times: with the sample's first timed close
-    # and the rest of a slow run, under 256 files closed inline after an
-    # onset
+    # and the rest of a slow run, under 256 stream files closed inline
+    # after an onset (a changegroup counts revlogs, each closed two or
+    # three times)
     UNWATCHED = 224
 
     def __init__(self):
@@ -663,7 +664,7 @@ class SkipWatch:
         self._threshold = threshold
         # skips ended early, and the close that ended the last one
         self.ended = 0
-        self.slowest = 0.0
+        self.last = 0.0
 
     def timed(self, duration):
         """a close of a skip's file took ``duration`` seconds: True if the
@@ -671,5 +672,5 @@ class SkipWatch:
         if duration < self._threshold:
             return False
         self.ended += 1
-        self.slowest = duration
+        self.last = duration
         return True
