@@ -73,11 +73,11 @@ files:
   packed1.hg: exit 0
   1
   stream apply (v1)
-    closer: adaptive, background
+    closer: adaptive, background (closes measured slow)
   stream-v2.hg: exit 0
   1
   stream apply (v2)
-    closer: adaptive, background
+    closer: adaptive, background (closes measured slow)
   $ hg -R c-stream-v2.hg log -r tip -T '{desc}\n'
   second revision
 
@@ -110,9 +110,9 @@ protocol (peer-bundle-cache://), over http and over ssh:
   >   hg -R c-inline-$way verify -q
   > done
   1
-    closer: adaptive, background
+    closer: adaptive, background (closes measured slow)
   1
-    closer: adaptive, background
+    closer: adaptive, background (closes measured slow)
 
 A clone bundle whose download is cut half-way, and one whose files fail to
 close: each clone aborts, without a traceback, and leaves no destination

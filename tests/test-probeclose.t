@@ -81,7 +81,7 @@ file count is the one the text gives:
   > PY
   > done
   0 inline 0 False 300 False False cheap 332 True adaptive None True
-  700 background True True 300 True False waiting 332 True adaptive None True
+  700 background True True 300 True False waiting 332 True adaptive closes measured slow True
 
 Closes that burn CPU (an antivirus scan): the pool stops at the core count,
 and the label and the percentage printed say the same:
