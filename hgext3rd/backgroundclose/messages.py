@@ -8,7 +8,7 @@
 for the debug line that tells what a closer did."""
 
 from mercurial.i18n import _
-from mercurial import error
+from mercurial import error, util
 from mercurial.utils import stringutil
 
 from .engine import policy as policymod
@@ -82,6 +82,35 @@ def summarize(ui, closer, what, label, unit, seconds, extra=b''):
         ui.debug(closer_summary(closer, what, extra, stats))
     log_summary(
         ui, label, stats['close'].count, unit, seconds, closer, stats, extra
+    )
+
+
+def summarize_stream(ui, fmt, files, seconds, closer, stats, writers, watch):
+    """after a stream apply (format ``fmt``) of ``files`` files: with
+    ``--debug``, what the closer decided, if it did anything but close
+    inline: threads, switches, ``writers`` (Mercurial's own tests read the
+    debug output of stream clones that need none of them; a skip ended
+    early alone, by a close preempted on a busy machine, is no decision);
+    and in any case the ``ui.log`` line"""
+    extra = b''
+    if watch.ended:
+        extra += b', %d skips ended early (the last by a %s close)' % (
+            watch.ended,
+            util.timecount(watch.last),
+        )
+    if writers:
+        extra += b', %d writer threads' % writers
+    if closer.threadcount or closer.decisions.switches or writers:
+        ui.debug(closer_summary(closer, b'stream', extra, stats))
+    log_summary(
+        ui,
+        b'stream %s apply' % fmt,
+        files,
+        b'files',
+        seconds,
+        closer,
+        stats,
+        b'; %d writer threads' % writers if writers else b'',
     )
 
 

@@ -436,45 +436,22 @@ class ApplySession(sessionmod.Session):
         result = reportmod.ApplyReport(
             self.format, util.timer() - self.started, stats, info
         )
-        self._debug_summary(stats, info)
-        messages.log_summary(
+        messages.summarize_stream(
             self.ui,
-            b'stream %s apply' % self.format,
+            self.format,
             # what the stream declared, now written: files left to core
             # are counted in runs, not one by one
             self.expectedcount if self.expectedcount >= 0 else result.files,
-            b'files',
             result.seconds,
             closer,
             stats,
-            b'; %d writer threads' % info[b'writers'] if info[b'writers'] else b'',
+            info[b'writers'],
+            self.watch,
         )
         if self._collector is not None:
             self._collector.append(result)
         elif self.reportstyle != settings.REPORT_OFF:
             reportmod.show_after_apply(self.ui, result, self.reportstyle)
-
-    def _debug_summary(self, stats, info):
-        """with ``--debug``, what the closer decided, if it did anything
-        but close inline: threads, switches, writer threads (Mercurial's
-        own tests read the debug output of stream clones that need none of
-        them; a skip ended early alone, by a close preempted on a busy
-        machine, is no decision)"""
-        watch = self.watch
-        closer = self.closer
-        if not (
-            closer.threadcount or closer.decisions.switches or info[b'writers']
-        ):
-            return
-        extra = b''
-        if watch.ended:
-            extra += b', %d skips ended early (the last by a %s close)' % (
-                watch.ended,
-                util.timecount(watch.last),
-            )
-        if info[b'writers']:
-            extra += b', %d writer threads' % info[b'writers']
-        self.ui.debug(messages.closer_summary(closer, b'stream', extra, stats))
 
     # wrappers the session puts in place and takes away -------------------
 
