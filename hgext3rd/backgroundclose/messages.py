@@ -114,11 +114,9 @@ def summarize_stream(ui, fmt, files, seconds, closer, stats, writers, watch):
     )
 
 
-def closer_summary(closer, what, extra=b'', stats=None):
+def closer_summary(closer, what, extra, stats):
     """the ``--debug`` line after a closer is done: ``what`` (bytes) names
-    the files"""
-    if stats is None:
-        stats = closer.stats()
+    the files, ``stats`` are the closer's"""
     line = (
         b'backgroundclose: %d %s closes (%d on threads), %s mode, '
         b'%d%s threads, %d switches%s%s\n'
