@@ -58,6 +58,20 @@ extension's text takes the place of core's:
           loaded.
   
 
+hg config shows what was set; asked for worker.backgroundclose while it is
+not set, it also says what that means, on standard error, leaving core's
+output and return code (and -q silences it):
+
+  $ hg config worker.backgroundclose
+  (worker.backgroundclose is not set: the backgroundclose extension times closes and closes on threads only when they are slow, as "auto" does)
+  [1]
+  $ hg config worker.backgroundclose 2>/dev/null
+  [1]
+  $ hg config -q worker.backgroundclose
+  [1]
+  $ hg config worker.backgroundclose --config worker.backgroundclose=auto
+  auto
+
 Without the extension, the topic is core's own again:
 
   $ hg --config extensions.backgroundclose=! help config.worker \

@@ -1508,6 +1508,9 @@ def test_closes_that_burn_cpu_get_no_more_threads_than_cores(
     else:
         assert not closer.decisions.burning
         assert closer.threadcount > cores
+    # threads that burn CPU give way to the submitter; those that wait
+    # keep their priority (they would only be late to wake)
+    assert closer.lowered == (kind == 'burning')
 
 
 def test_python_threads_own_a_descriptor_from_its_hand_over(tmp_path):

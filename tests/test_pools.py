@@ -204,6 +204,43 @@ def test_threads_started_are_capped_and_counted(kind, owned):
     assert pool.threads == 0 and pool.started == 3
 
 
+def _nice(tid):
+    return os.getpriority(os.PRIO_PROCESS, tid)
+
+
+@pytest.mark.skipif(
+    not (sys.platform.startswith('linux') and os.path.isdir('/proc/self/task')),
+    reason='a nice value of its own per thread, and /proc/self/task: Linux',
+)
+def test_lowered_threads_run_lower_from_the_next_file_they_take(
+        kind, owned, files):
+    me = threading.get_native_id()
+    began = _nice(me)
+    if began > 19 - 5:
+        pytest.skip('the tests run at nice %d: no room 5 steps lower' % began)
+    before = set(os.listdir('/proc/self/task'))
+    # one thread: the files below are all its own
+    pool = make(kind, owned, maxthreads=1)
+    assert pool.start(1) == 1
+    (thread,) = {int(t) for t in os.listdir('/proc/self/task')} - {
+        int(t) for t in before
+    }
+    pool.submit(files(), 'f')
+    pool.wait()
+    assert _nice(thread) == began  # not asked yet
+    pool.lower_priority(5)
+    pool.submit(files(), 'f')
+    pool.wait()
+    lowered = _nice(thread)
+    pool.lower_priority(5)  # the same again: no further
+    pool.submit(files(), 'f')
+    pool.wait()
+    again = _nice(thread)
+    stopped(pool)
+    assert (lowered, again) == (began + 5, began + 5)
+    assert _nice(me) == began  # the submitter keeps its own
+
+
 def test_a_kick_closes_what_waits_for_a_batch(kind, owned, files):
     # a batch of 8 wakes a parked thread; fewer wait until someone waits,
     # or until a kick says no more may come

@@ -14,12 +14,14 @@ import threading
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
 
 from hgext3rd.backgroundclose.engine.sizing import PoolSizer  # noqa: E402
+from hgext3rd.backgroundclose.engine.threads import LOWER_BY  # noqa: E402
 
 
 class Policy:
     threadless = False
     threads = 2
     background = False
+    burning = False
 
     def __init__(self, cap=8, needed=None):
         self.cap = cap
@@ -53,6 +55,10 @@ class Pool:
         self.threads = 0
         self.queued = 0
         self.refuse_after = refuse_after
+        self.lowered = []
+
+    def lower_priority(self, steps):
+        self.lowered.append(steps)
 
     def start(self, wanted):
         if self.refuse_after is not None:
@@ -68,6 +74,18 @@ def test_the_policy_is_told_of_a_backlog_past_half_the_queue():
         pool.queued = queued
         sizer.account(1)
     assert policy.backlogs == [False, False, True]
+
+
+def test_threads_give_way_once_closes_are_known_to_burn_cpu():
+    policy, pool = Policy(), Pool()
+    sizer = PoolSizer(policy, pool, threading.Lock(), maxqueue=16)
+    sizer.account(1)
+    assert pool.lowered == []  # waiting closes: the threads keep theirs
+    policy.burning = True
+    for _ in range(3):
+        sizer.account(1)
+    # once: a thread cannot take its priority back
+    assert pool.lowered == [LOWER_BY] and sizer.lowered
 
 
 def test_it_starts_what_the_policy_needs_within_its_cap():

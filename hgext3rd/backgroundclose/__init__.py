@@ -20,10 +20,11 @@ bundles), changegroups (pull, unbundle, clone without ``--stream``) and
 working-copy updates hand their closes to one closer.  By default it times
 closes as it goes: cheap, it closes on the applying thread as core does;
 slow, on background threads (in C where they were built), as many as keep
-up, and no more than the cores when closes burn CPU.  Where opening a file
-waits too (sshfs, NFS), writer threads write whole stream files.  A failed
-close aborts and names the file; a failed or interrupted stream apply
-removes what it wrote.  Repositories stay in core's format.
+up, and no more than the cores, at a lower priority, when closes burn CPU.
+Where opening a file waits too (sshfs, NFS), writer threads write whole
+stream files.  A failed close aborts and names the file; a failed or
+interrupted stream apply removes what it wrote.  Repositories stay in
+core's format.
 
 Enable it for one user in ``~/.hgrc``, or for every user in a ``.rc`` file
 of an ``hgrc.d`` directory (``/etc/mercurial/hgrc.d`` on Unix,
@@ -115,6 +116,7 @@ from mercurial.i18n import _
 from mercurial import (
     changegroup,
     cmdutil,
+    commands,
     exchange,
     extensions,
     help,
@@ -265,6 +267,7 @@ def extsetup(ui):
         raise
     entry[1].extend(cmdutil.formatteropts)
     help.addtopichook(b'config', confighelp.rewrite(sys.modules[__name__]))
+    extensions.wrapcommand(commands.table, b'config', confighelp.explain_unset)
     handlers = compat.part_handlers()
     if b'stream2' in handlers:
         handlers[b'stream2'] = malformed.stream2_handler(handlers[b'stream2'])

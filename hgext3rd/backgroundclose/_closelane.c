@@ -49,6 +49,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef __linux__
+#include <sys/resource.h>
+#endif
 
 /* how often an interruptible wait checks for Python signals */
 #define CHECK_SIGNALS_NS 50000000L
@@ -100,6 +103,9 @@ typedef struct {
 	Py_ssize_t peak; /* most entries queued and in flight at once */
 	long long nexttoken;
 	int batch;    /* queued entries that wake a parked thread */
+	/* how much lower than they began the threads run (nice steps),
+	 * each setting it for itself as it takes its next entry */
+	int lowered;
 	int stopping; /* no more submissions; threads exit once idle */
 	int waiters;  /* threads waiting on `done` */
 
@@ -160,11 +166,33 @@ static int write_all(int fd, const char *buf, Py_ssize_t len)
 
 static void release_later(Lane *self);
 
+/* lower the calling thread's priority by ``steps`` nice steps, at most to
+ * the lowest.  Linux only: there a nice value is the thread's own, and
+ * PRIO_PROCESS 0 names the calling thread; elsewhere it would name the
+ * whole process, writer included.  Refused, the thread runs as it was. */
+static void lower_own_priority(int steps)
+{
+#ifdef __linux__
+	int nice;
+	errno = 0;
+	nice = getpriority(PRIO_PROCESS, 0);
+	if (nice == -1 && errno != 0)
+		return;
+	nice += steps;
+	if (nice > 19)
+		nice = 19;
+	setpriority(PRIO_PROCESS, 0, nice);
+#else
+	(void)steps;
+#endif
+}
+
 static void *lane_thread(void *arg)
 {
 	struct start *start = arg;
 	Lane *self = start->lane;
 	int index = start->index;
+	int lowered = 0; /* nice steps this thread took (self->lowered) */
 	PyMem_RawFree(start);
 #ifdef SCHED_BATCH
 	{
@@ -188,7 +216,7 @@ static void *lane_thread(void *arg)
 	for (;;) {
 		struct entry e;
 		long long began, took;
-		int error = 0, writing = 0;
+		int error = 0, writing = 0, lower = 0;
 
 		while (self->queued == 0) {
 			if (self->stopping) {
@@ -216,8 +244,14 @@ static void *lane_thread(void *arg)
 		self->queued--;
 		self->inflight++;
 		self->current[index] = e.token;
+		if (self->lowered > lowered) {
+			lower = self->lowered - lowered;
+			lowered = self->lowered;
+		}
 		pthread_mutex_unlock(&self->mutex);
 
+		if (lower)
+			lower_own_priority(lower);
 		if (e.data != NULL)
 			writing = write_all(e.fd, e.buf, e.len);
 		began = now_ns();
@@ -922,6 +956,30 @@ static PyObject *Lane_stop(Lane *self, PyObject *args)
 	Py_RETURN_TRUE;
 }
 
+PyDoc_STRVAR(lower_priority_doc,
+             "lower_priority(steps)\n\n"
+             "Have every thread run ``steps`` nice steps lower than it "
+             "began (Linux; once\n"
+             "only, as a thread may not raise its priority back), each as "
+             "it takes its next\n"
+             "descriptor: for closes that burn CPU, the submitting thread "
+             "then gets a core\n"
+             "first.");
+
+static PyObject *Lane_lower_priority(Lane *self, PyObject *args)
+{
+	int steps;
+	if (!PyArg_ParseTuple(args, "i", &steps))
+		return NULL;
+	if (check_usable(self) < 0)
+		return NULL;
+	pthread_mutex_lock(&self->mutex);
+	if (steps > self->lowered)
+		self->lowered = steps;
+	pthread_mutex_unlock(&self->mutex);
+	Py_RETURN_NONE;
+}
+
 PyDoc_STRVAR(abandon_doc,
              "abandon()\n\n"
              "Leave the threads to closes that hang: the lane takes no more "
@@ -1080,6 +1138,8 @@ static PyMethodDef Lane_methods[] = {
     {"wait", (PyCFunction)Lane_wait, METH_VARARGS, wait_doc},
     {"stop", (PyCFunction)Lane_stop, METH_VARARGS, stop_doc},
     {"kick", (PyCFunction)Lane_kick, METH_NOARGS, kick_doc},
+    {"lower_priority", (PyCFunction)Lane_lower_priority, METH_VARARGS,
+     lower_priority_doc},
     {"abandon", (PyCFunction)Lane_abandon, METH_NOARGS, abandon_doc},
     {"failures", (PyCFunction)Lane_failures, METH_VARARGS, failures_doc},
     {NULL},

@@ -7,11 +7,12 @@
 """While the extension is loaded, :hg:`help config.worker` shows its
 settings, taken from the "Settings" section of the extension's own help,
 in place of core's four ``backgroundclose*`` entries (core's say "default:
-true on Windows", which the extension changes).  One text, two places."""
+true on Windows", which the extension changes).  One text, two places.
+And :hg:`config worker.backgroundclose` says what it being unset means."""
 
 import re
 
-from mercurial.i18n import gettext
+from mercurial.i18n import _, gettext
 from mercurial import pycompat
 
 # the first entry of the extension's settings, in its help
@@ -59,3 +60,25 @@ def rewrite(extension):
         return doc[: first.start()] + entries + doc[end:]
 
     return hook
+
+
+def explain_unset(orig, ui, repo, *values, **opts):
+    """:hg:`config` (wrapped): asked for ``worker.backgroundclose`` alone
+    while it is not set, core prints nothing and returns 1.  Unset is the
+    extension's adaptive mode, not core's default: say so, on standard
+    error, leaving the output and the return code as core's."""
+    result = orig(ui, repo, *values, **opts)
+    if (
+        values == (b'worker.backgroundclose',)
+        and not any(opts.values())
+        and not ui.quiet
+        and ui.config(b'worker', b'backgroundclose', None) is None
+    ):
+        ui.write_err(
+            _(
+                b'(worker.backgroundclose is not set: the backgroundclose '
+                b'extension times closes and closes on threads only when '
+                b'they are slow, as "auto" does)\n'
+            )
+        )
+    return result

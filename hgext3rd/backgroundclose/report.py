@@ -134,6 +134,11 @@ def write_text(ui, report):
               b'(peak %d)\n')
             % ((policy, mode) + counts)
         )
+    if closer.get(b'lowered'):
+        ui.write(
+            _(b'  the close threads ran at a lower priority: closes burn '
+              b'CPU, and the applying thread came first\n')
+        )
 
 
 def write_optable(ui, rows):

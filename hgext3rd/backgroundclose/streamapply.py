@@ -424,6 +424,7 @@ class ApplySession(sessionmod.Session):
             b'reason': (closer.decisions.reason or '').encode('ascii'),
             b'mode': closer.mode.encode('ascii'),
             b'threads': closer.threadcount,
+            b'lowered': closer.lowered,
             b'maxqueue': closer.maxqueue,
             b'peakqueued': closer.peakpending,
             b'switches': closer.decisions.switches,

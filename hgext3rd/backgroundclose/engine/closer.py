@@ -207,6 +207,12 @@ class Closer:
         return self._pool.started
 
     @property
+    def lowered(self):
+        """whether the threads were told to run at a lower priority
+        (closes burn CPU: sizing.py)"""
+        return self._sizer.lowered
+
+    @property
     def pending(self):
         """how many files were handed over and are not closed yet"""
         return self._pool.pending

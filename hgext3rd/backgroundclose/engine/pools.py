@@ -48,6 +48,10 @@ The interface, which both implement:
     under ``name`` (``tracknames``), is closed
 ``kick()``
     no more files may come for a while: close those queued now
+``lower_priority(steps)``
+    closes burn CPU: each thread runs ``steps`` nice steps lower from the
+    next file it takes (Linux; never back up), so that the thread that
+    submits gets a core first
 ``stop(deadline)``
     wait until every file handed over is closed, then join the threads:
     True, or False once ``deadline`` (``time.monotonic()``) passed, the
@@ -76,7 +80,11 @@ from .descriptors import (
     file_error,
 )
 from .stats import StatsBook
-from .threads import block_worker_signals, run_as_batch_thread
+from .threads import (
+    block_worker_signals,
+    lower_own_priority,
+    run_as_batch_thread,
+)
 
 # how often a wait wakes up to let an interrupt through, in seconds
 POLL = 0.1
@@ -147,6 +155,9 @@ class PythonPool:
         self.peak = 0
         self._book = StatsBook(('close-background',))
         self.queue = self
+        # nice steps the threads run lower than they began, each taking
+        # them as it takes its next file (lower_priority)
+        self._lowered = 0
 
     @staticmethod
     def accepts(target):
@@ -303,6 +314,10 @@ class PythonPool:
             if self._items:
                 self._work.notify_all()
 
+    def lower_priority(self, steps):
+        with self._lock:
+            self._lowered = max(self._lowered, steps)
+
     # threads ------------------------------------------------------------
 
     def start(self, count):
@@ -393,6 +408,7 @@ class PythonPool:
             # and take the next item together, so that a busy worker needs
             # the GIL once per close
             stat = self._book.mine()['close-background']
+            lowered = 0
             while True:
                 while not items:
                     if self._stopping:
@@ -402,7 +418,11 @@ class PythonPool:
                     self._idle -= 1
                 target, name = items.popleft()
                 closing[me] = target
+                lower = self._lowered - lowered
+                lowered = self._lowered
                 lock.release()
+                if lower > 0:
+                    lower_own_priority(lower)
                 error = None
                 start = clock()
                 try:
@@ -537,6 +557,9 @@ class LanePool:
     def kick(self):
         self._lane.kick()
 
+    def lower_priority(self, steps):
+        self._lane.lower_priority(steps)
+
     def start(self, count):
         try:
             running = self._lane.start(count)
@@ -613,6 +636,9 @@ class _DisownedPool:
         return 0
 
     def kick(self):
+        pass
+
+    def lower_priority(self, steps):
         pass
 
     def wait(self):

@@ -7,6 +7,8 @@
 """Starting a closer's threads when its policy asks for them
 (docs/design.rst, "The closer")."""
 
+from .threads import LOWER_BY
+
 
 class PoolSizer:
     """the threads of ``pool`` (pools.py), as many as ``policy`` asks for,
@@ -24,6 +26,9 @@ class PoolSizer:
         self._halfqueue = maxqueue // 2
         # the closer stopped: a refusal then says nothing of the system
         self.stopping = False
+        # the threads were told to give way to the submitter (closes burn
+        # CPU): once, as a thread cannot take its priority back
+        self.lowered = False
 
     def start(self, count):
         """start ``count`` more threads, within the policy's cap"""
@@ -52,7 +57,14 @@ class PoolSizer:
 
     def _grow(self, interval):
         """start the threads the policy wants for one submission every
-        ``interval`` seconds"""
+        ``interval`` seconds; lower their priority once closes are known
+        to burn CPU (below)"""
+        if self._policy.burning and not self.lowered:
+            # threads that burn CPU on closes take the cores from the
+            # submitter, whose reading and writing all of them wait for:
+            # the cores' spare time is theirs, not the submitter's
+            self.lowered = True
+            self._pool.lower_priority(LOWER_BY)
         running = self._pool.threads
         backlog = self._pool.queued > self._halfqueue
         need = self._policy.threads_needed(interval, running, backlog)
