@@ -129,6 +129,7 @@ from mercurial import (
 )
 
 from . import (
+    checkout,
     compat,
     confighelp,
     debugapply,
@@ -227,6 +228,9 @@ def _process_wrappers():
         (vfsmod, 'backgroundfilecloser', workingcopy.backgroundfilecloser)
     )
     wrappers.append((streamclone, '_makemap', malformed.makemap))
+    owner = compat.batchget_owner()
+    if owner is not None:
+        wrappers.append((owner, 'batchget', checkout.batchget))
     return wrappers
 
 

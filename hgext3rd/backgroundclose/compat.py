@@ -189,6 +189,20 @@ def missing_seams():
     return missing
 
 
+def batchget_owner():
+    """the module whose ``batchget`` core's update calls to write the
+    files it gets (merge_utils.update from 7.0, merge before), or None:
+    the checkout is then core's alone"""
+    try:
+        from mercurial.merge_utils import update as owner
+    except ImportError:
+        owner = mergemod
+    for module in (owner, mergemod):
+        if hasattr(module, 'batchget'):
+            return module
+    return None
+
+
 def part_handlers():
     """bundle2's table of part handlers, filled"""
     try:

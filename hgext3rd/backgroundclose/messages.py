@@ -151,11 +151,11 @@ def log_summary(ui, label, count, unit, seconds, closer, stats, extra=b''):
     reason = decisions.reason or ''
     requested = decisions.requested.encode('ascii')
     mode = closer.mode.encode('ascii')
-    try:
-        ui.log(
-            b'backgroundclose',
-            b'backgroundclose: %s: %d %s in %.2f s; closes on %d threads '
-            b'took %.2f s; policy %s, ended %s, %d switches%s%s\n',
+    _log(
+        ui,
+        b'backgroundclose: %s: %d %s in %.2f s; closes on %d threads '
+        b'took %.2f s; policy %s, ended %s, %d switches%s%s\n',
+        (
             label,
             count,
             unit,
@@ -167,6 +167,8 @@ def log_summary(ui, label, count, unit, seconds, closer, stats, extra=b''):
             decisions.switches,
             b' (%s)' % reason.encode('ascii') if reason else b'',
             extra,
+        ),
+        dict(
             backgroundclose_count=count,
             backgroundclose_unit=unit,
             backgroundclose_seconds=seconds,
@@ -174,7 +176,41 @@ def log_summary(ui, label, count, unit, seconds, closer, stats, extra=b''):
             backgroundclose_threads=closer.threadcount,
             backgroundclose_policy=requested,
             backgroundclose_mode=mode,
+        ),
+    )
+
+
+def summarize_checkout(ui, files, written, seconds, writers):
+    """after a checkout (checkout.py) of ``files`` files, ``written`` of
+    them by the ``writers`` (a closer, or None if none started): with
+    ``--debug``, a line if writers started, and in any case the
+    ``ui.log`` line"""
+    threads = writers.threadcount if writers is not None else 0
+    if threads:
+        ui.debug(
+            b'backgroundclose: %d checkout files, %d written whole on %d '
+            b'writer threads\n' % (files, written, threads)
         )
+    _log(
+        ui,
+        b'backgroundclose: checkout: %d files in %.2f s; %d written whole '
+        b'on %d writer threads\n',
+        (files, seconds, written, threads),
+        dict(
+            backgroundclose_count=files,
+            backgroundclose_unit=b'files',
+            backgroundclose_seconds=seconds,
+            backgroundclose_threads=threads,
+            backgroundclose_written=written,
+        ),
+    )
+
+
+def _log(ui, line, args, keywords):
+    """``ui.log`` under the event ``backgroundclose``, guarded: see
+    log_summary"""
+    try:
+        ui.log(b'backgroundclose', line, *args, **keywords)
     except Exception as exc:
         try:
             # ui.debug logs too, to the same loggers

@@ -1,0 +1,353 @@
+# checkout.py - the working-copy files an update gets, written whole
+#
+# Copyright 2026 hg-backgroundclose contributors
+#
+# This software may be used and distributed according to the terms of the
+# GNU General Public License version 2 or any later version.
+"""The checkout: the files core's ``batchget`` gets into the working copy
+(``hg update``, the checkout of ``hg clone``, merges, rebases), in each
+forked update worker and in an update without workers alike.
+
+Each file is one ``CheckoutFile``: made, written, closed, then stat'ed for
+the dirstate, whole, by whichever thread runs it.  On the applying thread
+while that is cheap; on writer threads once making files is measured to
+wait on the file system (sshfs, NFS: a round trip per open and per close;
+a scanner on close), as the stream's writers start (policy.WritePolicy).
+The applying thread keeps what core keeps there: the path audit, the
+revlog reads, the decode filters, symlinks, and the order of the actions.
+See docs/design.rst, "The checkout".
+"""
+
+import errno
+import os
+import threading
+import time
+
+from mercurial.i18n import _
+from mercurial import (
+    util,
+    vfs as vfsmod,
+)
+from mercurial.dirstateutils import timestamp
+
+from . import (
+    deferredwrite,
+    directories,
+    engine,
+    messages,
+    settings,
+)
+from .engine import policy as policymod
+
+# a new file, never one through a symbolic link or one that was there:
+# what core's unlink-then-open makes, in one round trip when nothing is
+# in the way
+_CREATE = (
+    os.O_WRONLY
+    | os.O_CREAT
+    | os.O_EXCL
+    | getattr(os, 'O_NOFOLLOW', 0)
+    | getattr(os, 'O_CLOEXEC', 0)
+    | getattr(os, 'O_BINARY', 0)
+)
+# what a failed create says when something is in the way of the file (a
+# directory, a file where a directory should be): core's steps then
+_IN_THE_WAY = frozenset(
+    (errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.ELOOP, errno.EEXIST)
+)
+
+
+def batchget(orig, repo, mctx, wctx, wantfiledata, actions):
+    """core's ``batchget`` (wrapped): the files of ``actions`` written by a
+    ``Checkout``, where one can write them as core would"""
+    if not _applies(repo, wctx, actions):
+        return orig(repo, mctx, wctx, wantfiledata, actions)
+    return Checkout(repo, wctx).get(mctx, wantfiledata, actions)
+
+
+def _applies(repo, wctx, actions):
+    """whether a Checkout writes these files as core would: a working copy
+    on disk, through core's own vfs, with core's file modes, no atomic
+    writes asked for, and no file to back up first (core's steps for
+    those stay core's); and unless the writers are turned off"""
+    ui = repo.ui
+    wvfs = repo.wvfs
+    return (
+        not wctx.isinmemory()
+        and type(wvfs) is vfsmod.vfs
+        and wvfs.createmode is None
+        and settings.writes(ui) != policymod.INLINE
+        and not ui.configbool(b'experimental', b'update.atomic-file')
+        and not any(backup for f, (flags, backup), msg in actions)
+    )
+
+
+class CheckoutFile:
+    """one file of the checkout, written whole by ``close()`` (the name the
+    writers' closer calls), on whichever thread calls it: made (its
+    directories first), written, made executable, closed, and only then
+    stat'ed, so that the size and mtime the dirstate records are those of
+    the file as it stays.  ``held``: bytes of the budget its data holds
+    while it waits for a writer."""
+
+    __slots__ = ('checkout', 'path', 'name', 'data', 'executable', 'held')
+
+    def __init__(self, checkout, path, name, data, executable):
+        self.checkout = checkout
+        self.path = path  # as the dirstate knows it
+        self.name = name  # joined to the working copy's root
+        self.data = data
+        self.executable = executable
+        self.held = 0
+
+    def close(self, owned=None):
+        """write it, once; ``owned``: the set the descriptor is kept in
+        while open (the applying thread's, which an interrupt may reach),
+        else this frame's alone (a writer thread blocks signals)"""
+        data, self.data = self.data, None
+        if data is None:
+            return
+        checkout = self.checkout
+        try:
+            if not checkout.cancelled.is_set():
+                self._write(data, set() if owned is None else owned)
+        finally:
+            data = None  # a failure kept with its frames holds no data
+            if self.held:
+                checkout.budget.give(self.held)
+                self.held = 0
+
+    def _write(self, data, owned):
+        checkout = self.checkout
+        name = self.name
+        fd = checkout.create(self.path, name, owned)
+        if fd is None:
+            # something in the way: core's own steps for this file
+            checkout.write_as_core(self.path, data, self.executable)
+        else:
+            try:
+                engine.write_all(fd, data)
+                if self.executable:
+                    checkout.make_executable(fd)
+            except BaseException as exc:
+                engine.close_quietly(fd, lambda fd: engine.close_owned(
+                    fd, owned))
+                if isinstance(exc, OSError):
+                    raise engine.FileError(name, exc, 'writing') from exc
+                raise
+            try:
+                engine.close_owned(fd, owned)
+            except OSError as exc:
+                raise engine.FileError(name, exc) from exc
+        try:
+            st = os.lstat(name)
+        except OSError as exc:
+            raise engine.FileError(name, exc, 'writing') from exc
+        checkout.filedata[self.path] = (
+            st.st_mode, len(data), timestamp.mtime_of(st)
+        )
+
+
+class Checkout:
+    """the files one ``batchget`` call gets, and the writer threads that
+    write them once making files waits; made in the process that writes
+    (a forked update worker has its own), on its applying thread"""
+
+    def __init__(self, repo, wctx):
+        ui = self.ui = repo.ui
+        self.repo = repo
+        self.wctx = wctx
+        self.wvfs = repo.wvfs
+        self.root = repo.wvfs.base
+        self.started = util.timer()
+        self.policy = policymod.WritePolicy(
+            settings.writes(ui), sample=engine.SAMPLE
+        )
+        self.cancelled = threading.Event()
+        self.writers = deferredwrite.WriterThreads(
+            self.policy, settings.closer_options(ui), None, False,
+            self.cancelled, _nothing,
+        )
+        self.budget = self.writers.budget
+        self.directories = directories.Directories()
+        # path -> (mode, size, mtime) for the dirstate, written by the
+        # thread that closed the file (one dict store each)
+        self.filedata = {}
+        # descriptors the applying thread opened and has not closed yet
+        self.owned = set()
+        self.count = 0
+        self.handed = 0
+        # the last create found a file there: unlink first (an update
+        # between revisions), as core always does
+        self._unlinkfirst = False
+        umask = util.umask
+        mode = 0o666 & ~umask
+        # core's setflags: execute where read is allowed, within the umask
+        self._execmode = mode | ((mode & 0o444) >> 2 & ~umask)
+        self.finished = False
+
+    # the applying thread ----------------------------------------------
+
+    def get(self, mctx, wantfiledata, actions):
+        """what core's ``batchget`` yields: progress every 100 files, then
+        the dirstate's data of every file, once all are closed"""
+        ui = self.ui
+        verbose = ui.verbose
+        fctx = mctx.filectx
+        i = 0
+        f = None
+        failing = True
+        try:
+            try:
+                for f, (flags, backup), msg in actions:
+                    ui.debug(b" %s: %s -> g\n" % (f, msg))
+                    if verbose:
+                        ui.note(_(b"getting %s\n") % f)
+                    self.get_one(f, flags, fctx)
+                    if i == 100:
+                        yield False, (i, f)
+                        i = 0
+                    i += 1
+                self.settle()
+                failing = False
+            finally:
+                self.finish(failing)
+        except engine.FileError as exc:
+            raise messages.file_abort(exc, exc.name) from exc
+        if i > 0:
+            yield False, (i, f)
+        self.summarize()
+        yield True, self.filedata if wantfiledata else {}
+
+    def get_one(self, f, flags, fctx):
+        """audit ``f``, read its data, and write it, here or on a writer"""
+        self.count += 1
+        wvfs = self.wvfs
+        if b'l' in flags:
+            # a symbolic link (or the file that stands for one): core's
+            # steps, on this thread
+            wfctx = self.wctx[f]
+            wfctx.clearunknown()
+            size = wfctx.write(fctx(f).data(), flags)
+            st = wfctx.lstat()
+            self.filedata[f] = (st.st_mode, size, timestamp.mtime_of(st))
+            return
+        wvfs.audit(f)  # what clearunknown() begins with
+        data = self.repo.wwritedata(f, fctx(f).data())
+        item = CheckoutFile(self, f, wvfs.join(f), data, b'x' in flags)
+        if self.policy.deferring and self._hand_over(item):
+            return
+        self._write_here(item)
+
+    def _write_here(self, item):
+        """write ``item`` on this thread, timed when the policy asks: a
+        checkout whose files wait starts the writers"""
+        how = self.policy.time_next()
+        if how is None:
+            item.close(self.owned)
+            return
+        cpu = blocked = None
+        if how == 'cpu':
+            cpustart = time.thread_time()
+            sleeps = engine.slept()
+        start = time.perf_counter()
+        item.close(self.owned)
+        wall = time.perf_counter() - start
+        if how == 'cpu':
+            cpu = time.thread_time() - cpustart
+            blocked = engine.slept(sleeps)
+        if self.policy.learn(wall, cpu, blocked):
+            self.writers.start()
+
+    def _hand_over(self, item):
+        """to the writers, if they run and its data fits the budget: from
+        here on the file is the writers' closer's.  False: write it here"""
+        closer = self.writers.started()  # raises a writer's failure
+        if closer is None or not self.budget.take(len(item.data)):
+            return False
+        item.held = len(item.data)
+        self.handed += 1
+        closer.close(item, item.name)
+        return True
+
+    def settle(self):
+        """every file handed over written, and a failure raised"""
+        closer = self.writers.closer
+        if closer is not None:
+            closer.wait()
+            closer.raise_failure()
+
+    def finish(self, failing):
+        """the one teardown, from ``get()``'s outermost frame: the writers
+        finished (their threads joined), then what this thread opened and
+        an interrupt kept from closing closed.  Failing, files not written
+        yet are not written."""
+        if failing:
+            self.cancelled.set()
+        closer = self.writers.closer
+        if closer is not None and not closer.finished:
+            closer.finish(failing, on_interrupt=self.cancelled.set)
+        while self.owned:
+            engine.close_quietly(self.owned.pop())
+        self.finished = True
+
+    def summarize(self):
+        messages.summarize_checkout(
+            self.ui, self.count, self.handed, util.timer() - self.started,
+            self.writers.closer,
+        )
+
+    # any thread ---------------------------------------------------------
+
+    def create(self, path, name, owned):
+        """a new, empty ``name``, its directories made first; None if
+        something is in the way (a directory there, a file where one of
+        its directories should be): core's steps then"""
+        dirname = path.rpartition(b'/')[0]
+        if dirname and not self.directories.known(self.root, dirname):
+            self.directories.prepare(self.root, dirname)
+        if self._unlinkfirst:
+            try:
+                os.unlink(name)
+            except FileNotFoundError:
+                self._unlinkfirst = False
+            except OSError:
+                return None
+        try:
+            return engine.open_owned(name, _CREATE, owned)
+        except FileExistsError:
+            # a file of the revision updated from: replaced, never
+            # written into (a hard link, a symbolic link), as core does
+            self._unlinkfirst = True
+        except OSError as exc:
+            if exc.errno in _IN_THE_WAY:
+                return None
+            raise engine.FileError(name, exc, 'opening') from exc
+        try:
+            os.unlink(name)
+            return engine.open_owned(name, _CREATE, owned)
+        except OSError:
+            return None
+
+    def make_executable(self, fd):
+        if hasattr(os, 'fchmod'):
+            os.fchmod(fd, self._execmode)
+
+    def write_as_core(self, path, data, executable):
+        """core's steps for one file: what is in the way removed
+        (``clearunknown``), then the vfs's own write and flags"""
+        wvfs = self.wvfs
+        try:
+            self.wctx[path].clearunknown()
+            wvfs.write(path, data)
+            wvfs.setflags(path, False, executable)
+        except OSError as exc:
+            raise engine.FileError(wvfs.join(path), exc, 'writing') from exc
+        # the directories core made, or removed, are not known any more
+        dirname = path.rpartition(b'/')[0]
+        if dirname:
+            self.directories.forget(self.root, dirname)
+
+
+def _nothing():
+    pass

@@ -1,0 +1,172 @@
+# test_checkout.py - one working-copy file written whole (checkout.py)
+#
+# Copyright 2026 hg-backgroundclose contributors
+#
+# This software may be used and distributed according to the terms of the
+# GNU General Public License version 2 or any later version.
+"""A ``CheckoutFile`` is one whole file operation, the same steps on the
+applying thread and on a writer thread: each case runs both ways, as
+rustup's ``diskio`` tests run each case against both of its executors.
+A real repository here (the path audit, the vfs, core's steps for what is
+in the way); test-checkout.t runs whole updates."""
+
+import os
+import stat
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
+
+from hgext3rd.backgroundclose import checkout, engine  # noqa: E402
+
+WAYS = ['here', 'writers']
+
+
+@pytest.fixture
+def repo(repo_with):
+    return repo_with([
+        (b'backgroundclosewrites', b'true'),
+        (b'backgroundclosemaxthreadcount', b'4'),
+        (b'backgroundclosethreshold', b'30'),
+    ])
+
+
+def write(repo, way, files):
+    """write ``files`` ({path: (data, executable)}) through one Checkout,
+    on the applying thread or on its writers; its filedata"""
+    co = checkout.Checkout(repo, repo[None])
+    try:
+        for path, (data, executable) in files.items():
+            repo.wvfs.audit(path)
+            item = checkout.CheckoutFile(
+                co, path, repo.wvfs.join(path), data, executable
+            )
+            if way == 'here':
+                item.close(co.owned)
+            else:
+                assert co._hand_over(item)
+        co.settle()
+    finally:
+        co.finish(False)
+    assert not co.owned
+    return co.filedata
+
+
+@pytest.mark.parametrize('way', WAYS)
+def test_data_modes_and_dirstate_data(repo, way):
+    filedata = write(repo, way, {
+        b'a/b/c/file': (b'data\n', False),
+        b'a/run': (b'#!/bin/sh\n', True),
+        b'top': (b'', False),
+    })
+    root = repo.wvfs.join
+    assert open(root(b'a/b/c/file'), 'rb').read() == b'data\n'
+    umask = os.umask(0)
+    os.umask(umask)
+    plain = 0o666 & ~umask
+    for path, executable, size in (
+        (b'a/b/c/file', False, 5), (b'a/run', True, 10), (b'top', False, 0)
+    ):
+        st = os.lstat(root(path))
+        mode, recorded, mtime = filedata[path]
+        assert stat.S_ISREG(mode) and mode == st.st_mode
+        assert recorded == size == st.st_size
+        # core's setflags: execute wherever read is allowed, in the umask
+        want = plain | ((plain & 0o444) >> 2 & ~umask) if executable else plain
+        assert stat.S_IMODE(st.st_mode) == want
+        assert mtime[0] == int(st.st_mtime)
+
+
+@pytest.mark.parametrize('way', WAYS)
+def test_the_dirstate_data_is_read_once_the_file_is_closed(
+        repo, way, monkeypatch):
+    # the size and mtime the dirstate records must be those of the file as
+    # it stays: a file system may set them as the file closes (a flush)
+    events = []
+    realclose, reallstat = engine.close_owned, os.lstat
+
+    def close_owned(fd, owned):
+        events.append(('close', fd))
+        realclose(fd, owned)
+
+    def lstat(name, *args, **kwargs):
+        events.append(('lstat', name))
+        return reallstat(name, *args, **kwargs)
+
+    monkeypatch.setattr(checkout.engine, 'close_owned', close_owned)
+    monkeypatch.setattr(checkout.os, 'lstat', lstat)
+    write(repo, way, {b'f': (b'x' * 100, True)})
+    kinds = [kind for kind, _ in events]
+    assert kinds.index('close') < kinds.index('lstat')
+
+
+@pytest.mark.parametrize('way', WAYS)
+def test_what_is_in_the_way_is_replaced_never_written_through(repo, way):
+    root = repo.wvfs.join
+    os.makedirs(root(b'd'))
+    # a symbolic link where the file goes: replaced, its target untouched
+    with open(root(b'target'), 'wb') as fp:
+        fp.write(b'target\n')
+    os.symlink(b'target', root(b'link'))
+    # a hard link: the other name keeps its data
+    with open(root(b'linked'), 'wb') as fp:
+        fp.write(b'old\n')
+    os.link(root(b'linked'), root(b'other'))
+    # an empty directory where the file goes (core's clearunknown)
+    os.makedirs(root(b'dir-here'))
+    write(repo, way, {
+        b'link': (b'new link\n', False),
+        b'linked': (b'new\n', False),
+        b'dir-here': (b'was a directory\n', False),
+    })
+    assert open(root(b'target'), 'rb').read() == b'target\n'
+    assert not os.path.islink(root(b'link'))
+    assert open(root(b'link'), 'rb').read() == b'new link\n'
+    assert open(root(b'other'), 'rb').read() == b'old\n'
+    assert open(root(b'linked'), 'rb').read() == b'new\n'
+    assert open(root(b'dir-here'), 'rb').read() == b'was a directory\n'
+
+
+@pytest.mark.parametrize('way', WAYS)
+@pytest.mark.parametrize('checkpathconflicts', [False, True])
+def test_a_file_where_a_directory_goes_is_as_core_has_it(
+        repo, way, checkpathconflicts):
+    # core's clearunknown removes it only with merge.checkpathconflicts
+    # (off by default): else the write fails, and says where
+    repo.ui.setconfig(b'experimental', b'merge.checkpathconflicts',
+                      checkpathconflicts, b'test')
+    root = repo.wvfs.join
+    with open(root(b'here'), 'wb') as fp:
+        fp.write(b'in the way\n')
+    files = {b'here/inside': (b'below\n', False)}
+    if checkpathconflicts:
+        write(repo, way, files)
+        assert open(root(b'here/inside'), 'rb').read() == b'below\n'
+    else:
+        with pytest.raises(engine.FileError) as info:
+            write(repo, way, files)
+        assert info.value.name == root(b'here/inside')
+        assert open(root(b'here'), 'rb').read() == b'in the way\n'
+
+
+@pytest.mark.parametrize('way', WAYS)
+def test_a_failure_names_the_file_and_leaves_no_descriptor(repo, way):
+    before = set(os.listdir('/proc/self/fd')) if os.path.isdir(
+        '/proc/self/fd') else None
+    name = b'x' * 300  # longer than a name may be
+    with pytest.raises(engine.FileError) as info:
+        write(repo, way, {b'ok': (b'1', False), name: (b'2', False)})
+    assert info.value.name == repo.wvfs.join(name)
+    if before is not None:
+        assert set(os.listdir('/proc/self/fd')) <= before
+
+
+def test_a_cancelled_checkout_writes_nothing_more(repo):
+    co = checkout.Checkout(repo, repo[None])
+    co.cancelled.set()
+    item = checkout.CheckoutFile(co, b'f', repo.wvfs.join(b'f'), b'x', False)
+    item.close(co.owned)
+    co.finish(True)
+    assert not os.path.lexists(repo.wvfs.join(b'f'))
+    assert co.filedata == {}
