@@ -213,8 +213,8 @@ bench-policy: $(STAMP) $(SHIM)
 		--latencies 0,700,onset25,onset50,onset75,heavy,burn100,burn300,burn1000 \
 		--scaling '' --no-references
 
-# a real network file system: the stream rows and the update written to an
-# sshfs mount, served by an sshd this target starts on 127.0.0.1 (sshfs and
+# a real network file system: the stream rows, the whole clone (store and
+# checkout) and the update written to an sshfs mount, served by an sshd this target starts on 127.0.0.1 (sshfs and
 # openssh-server are installed with apt-get where missing); no modelled
 # latency, the file system's own
 bench-realfs: $(STAMP) $(SHIM)
@@ -222,7 +222,7 @@ bench-realfs: $(STAMP) $(SHIM)
 	$(PYTHON) bench/sshfs.py --install || { $(PYTHON) bench/sshfs.py --check; exit 1; }
 	$(BIN)/python bench/run.py --hg $(BIN)/hg --shim $(SHIM) --fs sshfs \
 		--files 8000 --latencies none --scaling '' --no-references \
-		--operations v1-apply,v2-ssh,v3-unbundle,update \
+		--operations v1-apply,v2-ssh,v3-unbundle,clone-ssh,update \
 		--configs core,core-parallel,ext-adaptive,ext-inline,ext-nowriters,ext-plain \
 		--name realfs
 

@@ -63,6 +63,8 @@ OPERATIONS = {
     'v1-ssh': 'hg clone -U --stream over ssh from a server that offers '
               'only v1 (server.bundle2.stream=no)',
     'v2-ssh': 'hg clone -U --stream over ssh (v2)',
+    'clone-ssh': 'hg clone --stream over ssh (v2), then its checkout of tip '
+                 '(forked workers)',
     'v2-http': 'hg clone -U --stream over http (v2)',
     'v2-unbundle': 'hg unbundle of a none-v2;stream=v2 bundle',
     'v3-unbundle': 'hg unbundle of a none-v2;stream=v3-exp bundle',
@@ -283,11 +285,13 @@ class Bench:
                 cmd = [hg, '-R', self.dest] + extra + [
                     '--config', 'experimental.stream-v3=yes',
                     'unbundle', src + '.%s.hg' % op[:2]]
-        elif op in ('v1-ssh', 'v2-ssh'):
-            remotecmd = hg if op == 'v2-ssh' else self.v1_server()
-            cmd = [hg, 'clone', '-U', '--stream', '--ssh', common.DUMMYSSH,
-                   '--config', 'ui.remotecmd=%s' % remotecmd,
-                   'ssh://bench/%s' % src, self.dest] + extra
+        elif op in ('v1-ssh', 'v2-ssh', 'clone-ssh'):
+            remotecmd = hg if op != 'v1-ssh' else self.v1_server()
+            checkout = ['-U'] if op != 'clone-ssh' else []
+            cmd = [hg, 'clone'] + checkout + [
+                '--stream', '--ssh', common.DUMMYSSH,
+                '--config', 'ui.remotecmd=%s' % remotecmd,
+                'ssh://bench/%s' % src, self.dest] + extra
         elif op == 'clone-bundle':
             cmd = [hg, 'clone', '-U', 'http://127.0.0.1:%d/'
                    % self.ports[op], self.dest] + extra

@@ -19,8 +19,10 @@ compared with core's own update of the same revisions.
   > HGRC
 
 A repository with what a checkout must keep: executable files, symbolic
-links, a file that becomes a directory and back, names that differ only by
-case, and enough files for core to fork update workers:
+links, a file that becomes a directory and back, a file renamed to a name
+that differs only by case (here, on a case-sensitive file system, a plain
+rename; core checks case collisions before any file is written), and
+enough files for core to fork update workers:
 
   $ hg init src
   $ cd src
@@ -62,8 +64,9 @@ speed), hg status and hg verify:
   >   hg -R "$1" debugstate --no-dates | sed 's/ \(un\)\{0,1\}set / /' | tr -s ' '
   > }
   $ same() {
-  >   diff <(tree core) <(tree "$1") &&
-  >   diff <(dirstate core) <(dirstate "$1") &&
+  >   ref=${2:-core}
+  >   diff <(tree $ref) <(tree "$1") &&
+  >   diff <(dirstate $ref) <(dirstate "$1") &&
   >   hg -R "$1" status && hg -R "$1" verify -q && echo "$1: as core"
   > }
 
@@ -74,12 +77,12 @@ forth, to the null revision and from it:
   $ hg clone -q src forked
   $ hg clone -q src single --config worker.enabled=false --debug \
   >   | grep '^backgroundclose:'
-  backgroundclose: 405 checkout files, 403 written whole on * writer threads (glob)
+  backgroundclose: 405 checkout files, 403 handed to * writer threads (glob)
   $ same forked
   forked: as core
   $ same single
   single: as core
-  $ for rev in 0 null 1 0; do
+  $ for rev in 0 null 0 1; do
   >   hg -R core update -q $rev --config extensions.backgroundclose=!
   >   hg -R forked update -q $rev
   >   hg -R single update -q $rev --config worker.enabled=false
@@ -154,11 +157,14 @@ hg update --clean recovers:
   $ diff <(tree core) <(tree int)
   $ hg -R int status
 
-Turned off (worker.backgroundclosewrites=false), the checkout is core's:
+Turned off (worker.backgroundclosewrites=false), the checkout is core's
+(against a clone by core: an update by core records a file whose mode
+alone changed as one to look at, a clone does not):
 
+  $ hg clone -q src coreclone --config extensions.backgroundclose=!
   $ hg clone -q src off --config worker.backgroundclosewrites=false \
   >   --config worker.enabled=false --debug | grep -c 'checkout files'
   0
   [1]
-  $ same off
+  $ same off coreclone
   off: as core

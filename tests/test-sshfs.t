@@ -68,11 +68,27 @@ threads (worker.backgroundclosewrites is left unset: adaptive):
   v2 verifies
   v3 verifies
 
-An update of the working copy in the mount, with the extension's closer
-forced on:
+A whole clone into the mount, store then checkout, the writers adaptive;
+then updates to the null revision and back, without update workers (so
+that the --debug line is the one process's).  Making a file there waits on
+round trips, so the checkout went to writer threads; the working copy is
+core's (the same tree, the same dirstate as core's own update makes in the
+mount, mtimes aside), clean, and it verifies:
 
-  $ hg clone -q --stream ssh://user@dummy/src mnt/wc \
-  >   --config worker.backgroundclose=yes
+  $ hg clone -q --stream ssh://user@dummy/src mnt/wc
+  $ hg clone -q --stream ssh://user@dummy/src mnt/core \
+  >   --config extensions.backgroundclose=!
+  $ dirstate() {
+  >   hg -R "$1" debugstate --no-dates | sed 's/ \(un\)\{0,1\}set / /' | tr -s ' '
+  > }
+  $ for rev in null tip; do
+  >   hg -R mnt/wc update -q $rev --config worker.enabled=false --debug \
+  >     | grep -c '^backgroundclose: .* handed to'
+  >   hg -R mnt/core update -q $rev --config extensions.backgroundclose=!
+  >   diff <(dirstate mnt/core) <(dirstate mnt/wc)
+  > done
+  0
+  1
   $ hg -R mnt/wc status
   $ hg -R mnt/wc verify -q
   $ diff -r -q src served/wc -x .hg && echo same tree

@@ -213,7 +213,7 @@ def test_the_extension_settings_replace_cores_in_the_worker_section():
     outside = shown.replace(section, b'')
     assert outside == core.replace(worker_section(core), b'')
     # entries are indented as core's are
-    assert b'\n``backgroundclosewrites``\n    Write whole stream files' in shown
+    assert b'\n``backgroundclosewrites``\n    Write whole stream and working-copy' in shown
 
 
 def test_a_topic_without_cores_entries_is_left_alone():

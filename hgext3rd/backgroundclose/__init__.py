@@ -16,13 +16,14 @@ stream v1 format, and only with ``worker.backgroundclose`` set (its default
 on Windows only).
 
 With the extension, stream clones and stream bundles (v1, v2, v3, clone
-bundles), changegroups (pull, unbundle, clone without ``--stream``) and
-working-copy updates hand their closes to one closer.  By default it times
+bundles) and changegroups (pull, unbundle, clone without ``--stream``)
+hand their closes to one closer, and working-copy updates write each file
+whole.  By default it times
 closes as it goes: cheap, it closes on the applying thread as core does;
 slow, on background threads (in C where they were built), as many as keep
 up, and no more than the cores, at a lower priority, when closes burn CPU.
-Where opening a file waits too (sshfs, NFS), writer threads write whole
-stream files.  A failed close aborts and names the file; a failed or
+Where making a file waits too (sshfs, NFS), writer threads write whole
+stream files and working-copy files.  A failed close aborts and names the file; a failed or
 interrupted stream apply removes what it wrote.  Repositories stay in
 core's format.
 
@@ -93,10 +94,10 @@ value aborts before anything is written.
   were built; ``false`` closes on Python threads. (default: true)
 
 ``backgroundclosewrites``
-  Write whole stream files on writer threads: unset, once opening a file
-  is measured to wait on the file system (100 microseconds or more on
-  average); ``true`` always; ``false`` never.  At most 32 MB of file data
-  wait in memory.
+  Write whole stream and working-copy files on writer threads: unset, once
+  making a file is measured to wait on the file system (100 microseconds
+  or more on average); ``true`` always; ``false`` never (an update is then
+  core's own).  At most 32 MB of file data wait in memory.
 
 ``backgroundclosejournal``
   Register each file a stream apply writes with its transaction, so that

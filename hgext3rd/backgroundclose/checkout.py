@@ -25,6 +25,7 @@ import time
 
 from mercurial.i18n import _
 from mercurial import (
+    pathutil,
     util,
     vfs as vfsmod,
 )
@@ -52,9 +53,7 @@ _CREATE = (
 )
 # what a failed create says when something is in the way of the file (a
 # directory, a file where a directory should be): core's steps then
-_IN_THE_WAY = frozenset(
-    (errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.ELOOP, errno.EEXIST)
-)
+_IN_THE_WAY = frozenset((errno.ENOENT, errno.ENOTDIR, errno.ELOOP))
 
 
 def batchget(orig, repo, mctx, wctx, wantfiledata, actions):
@@ -112,10 +111,21 @@ class CheckoutFile:
             if not checkout.cancelled.is_set():
                 self._write(data, set() if owned is None else owned)
         finally:
-            data = None  # a failure kept with its frames holds no data
+            # the memory is given back; the data itself goes with the last
+            # frame that holds it (a failure kept with its traceback holds
+            # its file's until the checkout ends)
+            data = None
             if self.held:
                 checkout.budget.give(self.held)
                 self.held = 0
+
+    def discard(self):
+        """never handed over (an interrupt while it waited for room or for
+        a thread to start): write nothing, give the memory back"""
+        self.data = None
+        if self.held:
+            self.checkout.budget.give(self.held)
+            self.held = 0
 
     def _write(self, data, owned):
         checkout = self.checkout
@@ -170,6 +180,17 @@ class Checkout:
         )
         self.budget = self.writers.budget
         self.directories = directories.Directories()
+        # core's audit of each path, cached for this checkout as core's
+        # revert and addremove cache theirs: a directory checked once, or
+        # found missing (the checkout makes it), is not checked again,
+        # where each check is a round trip on a network file system
+        audit = repo.wvfs.audit
+        if isinstance(audit, pathutil.pathauditor):
+            audit = pathutil.pathauditor(
+                audit.root, callback=audit.callback,
+                realfs=getattr(audit, '_realfs', True), cached=True,
+            )
+        self.audit = audit
         # path -> (mode, size, mtime) for the dirstate, written by the
         # thread that closed the file (one dict store each)
         self.filedata = {}
@@ -180,10 +201,10 @@ class Checkout:
         # the last create found a file there: unlink first (an update
         # between revisions), as core always does
         self._unlinkfirst = False
-        umask = util.umask
-        mode = 0o666 & ~umask
-        # core's setflags: execute where read is allowed, within the umask
-        self._execmode = mode | ((mode & 0o444) >> 2 & ~umask)
+        self._umask = util.umask
+        # core's steps for a file with something in the way run one at a
+        # time: two of them may find the same file in the way
+        self._coresteps = threading.Lock()
         self.finished = False
 
     # the applying thread ----------------------------------------------
@@ -232,7 +253,7 @@ class Checkout:
             st = wfctx.lstat()
             self.filedata[f] = (st.st_mode, size, timestamp.mtime_of(st))
             return
-        wvfs.audit(f)  # what clearunknown() begins with
+        self.audit(f)  # what clearunknown() begins with
         data = self.repo.wwritedata(f, fctx(f).data())
         item = CheckoutFile(self, f, wvfs.join(f), data, b'x' in flags)
         if self.policy.deferring and self._hand_over(item):
@@ -305,7 +326,12 @@ class Checkout:
         its directories should be): core's steps then"""
         dirname = path.rpartition(b'/')[0]
         if dirname and not self.directories.known(self.root, dirname):
-            self.directories.prepare(self.root, dirname)
+            try:
+                self.directories.prepare(self.root, dirname)
+            except OSError:
+                # a file where a directory goes, or a directory that may
+                # not be made: core's steps decide
+                return None
         if self._unlinkfirst:
             try:
                 os.unlink(name)
@@ -330,17 +356,22 @@ class Checkout:
             return None
 
     def make_executable(self, fd):
+        """core's setflags on a new file: execute wherever read is
+        allowed, within the umask, from the file's own mode (a default
+        ACL may have made it other than the umask alone says)"""
         if hasattr(os, 'fchmod'):
-            os.fchmod(fd, self._execmode)
+            mode = os.fstat(fd).st_mode
+            os.fchmod(fd, mode | ((mode & 0o444) >> 2 & ~self._umask))
 
     def write_as_core(self, path, data, executable):
         """core's steps for one file: what is in the way removed
         (``clearunknown``), then the vfs's own write and flags"""
         wvfs = self.wvfs
         try:
-            self.wctx[path].clearunknown()
-            wvfs.write(path, data)
-            wvfs.setflags(path, False, executable)
+            with self._coresteps:
+                self.wctx[path].clearunknown()
+                wvfs.write(path, data)
+                wvfs.setflags(path, False, executable)
         except OSError as exc:
             raise engine.FileError(wvfs.join(path), exc, 'writing') from exc
         # the directories core made, or removed, are not known any more

@@ -188,13 +188,13 @@ def summarize_checkout(ui, files, written, seconds, writers):
     threads = writers.threadcount if writers is not None else 0
     if threads:
         ui.debug(
-            b'backgroundclose: %d checkout files, %d written whole on %d '
+            b'backgroundclose: %d checkout files, %d handed to %d '
             b'writer threads\n' % (files, written, threads)
         )
     _log(
         ui,
-        b'backgroundclose: checkout: %d files in %.2f s; %d written whole '
-        b'on %d writer threads\n',
+        b'backgroundclose: checkout: %d files in %.2f s; %d handed to '
+        b'%d writer threads\n',
         (files, seconds, written, threads),
         dict(
             backgroundclose_count=files,
