@@ -205,7 +205,6 @@ class Checkout:
         # core's steps for a file with something in the way run one at a
         # time: two of them may find the same file in the way
         self._coresteps = threading.Lock()
-        self.finished = False
 
     # the applying thread ----------------------------------------------
 
@@ -310,7 +309,6 @@ class Checkout:
             closer.finish(failing, on_interrupt=self.cancelled.set)
         while self.owned:
             engine.close_quietly(self.owned.pop())
-        self.finished = True
 
     def summarize(self):
         messages.summarize_checkout(
