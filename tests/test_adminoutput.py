@@ -8,6 +8,7 @@
 
 import io
 import json
+import types
 import os
 import sys
 
@@ -75,6 +76,47 @@ def test_the_table_is_status_output():
     assert out.startswith(b'stream apply (v2): 3 files')
     assert b'close, applier' in out and b'close, threads' in out
     assert ui.ferr.getvalue() == b''
+
+
+@pytest.mark.parametrize('lowered', [False, True])
+def test_the_closer_line_says_when_its_threads_gave_way(lowered):
+    # one line whatever the closer did (Mercurial's tests glob it), with
+    # the lowered priority inside its parentheses
+    report = one_report()
+    report.closer[b'lowered'] = lowered
+    ui = make_ui()
+    reportmod.show_after_apply(ui, report, b'text')
+    [line] = [
+        line for line in ui.fout.getvalue().splitlines()
+        if line.startswith(b'  closer: ')
+    ]
+    assert line.startswith(b'  closer: adaptive, background, 4 threads, ')
+    if lowered:
+        assert line.endswith(b'(peak 2; threads at a lower priority)')
+    else:
+        assert line.endswith(b'(peak 2)')
+
+
+@pytest.mark.parametrize('lowered', [False, True])
+def test_the_debug_line_says_it_after_its_counts(lowered):
+    # Mercurial's own tests glob "* threads, * switches" in this line
+    # (tests/upstream/allowlist.txt)
+    closes = engine.PythonOpStat()
+    for _ in range(5):
+        closes.add(1e-3)
+    closer = types.SimpleNamespace(
+        decisions=types.SimpleNamespace(reason=None, switches=1),
+        mode='background', threadcount=4, native=True, lowered=lowered,
+    )
+    stats = {'close': closes, 'close-background': closes}
+    line = messages.closer_summary(closer, b'revlog', b', 2 opens left to '
+                                   b'core', stats)
+    assert line.startswith(
+        b'backgroundclose: 5 revlog closes (5 on threads), background mode, '
+        b'4 native threads, 1 switches, '
+    )
+    assert line.endswith(b', 2 opens left to core\n')
+    assert (b'threads at a lower priority' in line) == lowered
 
 
 def test_quiet_silences_the_table():

@@ -120,24 +120,26 @@ def write_text(ui, report):
         )
     policy = messages.word(closer[b'policy'].decode('ascii'))
     mode = messages.word(closer[b'mode'].decode('ascii'))
-    counts = (closer[b'threads'], closer[b'maxqueue'], closer[b'peakqueued'])
+    if closer.get(b'lowered'):
+        # closes burned CPU: the threads gave the applying thread a core
+        # first (engine/sizing.py)
+        peak = _(b'peak %d; threads at a lower priority') % closer[
+            b'peakqueued']
+    else:
+        peak = _(b'peak %d') % closer[b'peakqueued']
+    counts = (closer[b'threads'], closer[b'maxqueue'], peak)
     if closer[b'reason']:
         reason = messages.reason(closer[b'reason'].decode('ascii'))
         ui.write(
             _(b'  closer: %s, %s (%s), %d threads, at most %d files queued '
-              b'(peak %d)\n')
+              b'(%s)\n')
             % ((policy, mode, reason) + counts)
         )
     else:
         ui.write(
             _(b'  closer: %s, %s, %d threads, at most %d files queued '
-              b'(peak %d)\n')
+              b'(%s)\n')
             % ((policy, mode) + counts)
-        )
-    if closer.get(b'lowered'):
-        ui.write(
-            _(b'  the close threads ran at a lower priority: closes burn '
-              b'CPU, and the applying thread came first\n')
         )
 
 
