@@ -229,6 +229,20 @@ def test_closes_that_wait_are_not_capped_at_the_core_count():
     assert policy.threads_needed(100e-6, running=1, backlog=False) == 10
 
 
+def test_cheap_closes_before_an_onset_do_not_make_it_burning():
+    # on tmpfs every close is CPU; a file system that turns slow midway
+    # (a scanner that sleeps, a flush) then makes closes that wait: the
+    # few slow ones before the switch must not be outweighed by the cheap
+    # ones timed before (a pool capped at the cores, at a lower priority)
+    policy = Policy(cores=2, maxthreads=64)
+    for _ in range(50):
+        policy.learn_cpu(10e-6, 10e-6)  # cheap, all CPU
+    for _ in range(policy.SLOW_RUN):
+        policy.learn_cpu(700e-6, 5e-6)  # slow, waiting
+    assert not policy.burning
+    assert policy.thread_cap() == 64
+
+
 def test_cpu_time_asked_only_of_closes_that_are_not_cheap():
     policy = Policy(threshold=30e-6)
     assert not policy.wants_cpu_time(probing=False)

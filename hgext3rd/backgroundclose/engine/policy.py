@@ -227,7 +227,12 @@ class Policy:
     def learn_cpu(self, duration, cpu):
         """a close timed inline took ``duration`` seconds, ``cpu`` of them
         on the closing thread's CPU"""
-        if duration <= 0:
+        if duration < self.threshold:
+            # a cheap close says nothing of what slow ones spend their
+            # time on: on tmpfs, or before a file system turns slow, every
+            # close is CPU, and learning those would take the sleeping
+            # closes that follow an onset for burning ones (a pool capped
+            # at the cores, at a lower priority)
             return
         share = min(1.0, cpu / duration)
         if self._probing and (share >= 0.5) != self.burning:
