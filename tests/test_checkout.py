@@ -219,3 +219,27 @@ def test_a_file_an_interrupt_kept_from_the_writers_writes_nothing(repo):
     co.finish(True)
     assert co.budget.held == 0
     assert not os.path.lexists(repo.wvfs.join(b'f'))
+
+
+def test_core_s_steps_where_another_extension_sees_the_vfs_opens(repo):
+    # the checkout makes files without vfs.__call__: where another
+    # extension overrides or wraps it, the update stays core's own
+    from mercurial import extensions, vfs as vfsmod
+
+    wctx = repo[None]
+    assert checkout._applies(repo, wctx, [])
+
+    def seen(orig, *args, **kwargs):
+        return orig(*args, **kwargs)
+
+    extensions.wrapfunction(vfsmod.vfs, '__call__', seen)
+    try:
+        assert not checkout._applies(repo, wctx, [])
+    finally:
+        extensions.unwrapfunction(vfsmod.vfs, '__call__', seen)
+
+    class Overriding(vfsmod.vfs):
+        pass
+
+    repo.wvfs.__class__ = Overriding
+    assert not checkout._applies(repo, wctx, [])

@@ -36,6 +36,7 @@ from . import (
     directories,
     engine,
     messages,
+    seams,
     settings,
 )
 from .engine import policy as policymod
@@ -66,18 +67,33 @@ def batchget(orig, repo, mctx, wctx, wantfiledata, actions):
 
 def _applies(repo, wctx, actions):
     """whether a Checkout writes these files as core would: a working copy
-    on disk, through core's own vfs, with core's file modes, no atomic
-    writes asked for, and no file to back up first (core's steps for
-    those stay core's); and unless the writers are turned off"""
+    on disk, through core's own vfs, whose opens no other extension
+    wraps or overrides (it would miss the files the checkout makes), with
+    core's file modes, no atomic writes asked for, and no file to back up
+    first (core's steps for those stay core's); and unless the writers
+    are turned off"""
     ui = repo.ui
     wvfs = repo.wvfs
     return (
         not wctx.isinmemory()
-        and type(wvfs) is vfsmod.vfs
+        and _core_s_vfs(wvfs)
         and wvfs.createmode is None
         and settings.writes(ui) != policymod.INLINE
         and not ui.configbool(b'experimental', b'update.atomic-file')
         and not any(backup for f, (flags, backup), msg in actions)
+    )
+
+
+def _core_s_vfs(wvfs):
+    """whether ``wvfs`` is of core's own vfs class, whose opens no other
+    extension wraps.  By name: another extension may have put a subclass
+    of its own in ``mercurial.vfs.vfs`` before this module ran (modules
+    load lazily)"""
+    cls = type(wvfs)
+    return (
+        cls.__module__ == vfsmod.abstractvfs.__module__
+        and cls.__name__ == 'vfs'
+        and seams.core_s_own(cls, '__call__') is not None
     )
 
 
