@@ -21,7 +21,6 @@ See docs/design.rst, "The checkout".
 import errno
 import os
 import threading
-import time
 
 from mercurial.i18n import _
 from mercurial import (
@@ -282,16 +281,9 @@ class Checkout:
         if how is None:
             item.close(self.owned)
             return
-        cpu = blocked = None
-        if how == 'cpu':
-            cpustart = time.thread_time()
-            sleeps = engine.slept()
-        start = time.perf_counter()
-        item.close(self.owned)
-        wall = time.perf_counter() - start
-        if how == 'cpu':
-            cpu = time.thread_time() - cpustart
-            blocked = engine.slept(sleeps)
+        _, wall, cpu, blocked = engine.timed_call(
+            how, item.close, self.owned
+        )
         if self.policy.learn(wall, cpu, blocked):
             self.writers.start()
 

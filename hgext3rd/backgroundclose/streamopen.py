@@ -20,7 +20,6 @@ whole by a writer thread (deferredwrite.py).
 
 import errno
 import os
-import time
 
 from mercurial import (
     streamclone,
@@ -34,10 +33,6 @@ from . import (
     engine,
     handedfiles,
 )
-
-# CPU time of the calling thread: an open that burns it is no wait
-_thread_time = time.thread_time
-_blocked = engine.slept
 
 # errors a write into a file a consumer of core's opened may raise without
 # a file name
@@ -65,16 +60,9 @@ class StreamOpener:
         timing = writepolicy.time_next()
         if timing is None:
             return self._open_here(orig, vfs, path, mode, kwargs)
-        cpustart = blockstart = None
-        if timing == 'cpu':
-            cpustart, blockstart = _thread_time(), _blocked()
-        start = util.timer()
-        fp = self._open_here(orig, vfs, path, mode, kwargs)
-        wall = util.timer() - start
-        cpu = blocked = None
-        if cpustart is not None:
-            cpu = _thread_time() - cpustart
-            blocked = _blocked(blockstart)
+        fp, wall, cpu, blocked = engine.timed_call(
+            timing, self._open_here, orig, vfs, path, mode, kwargs
+        )
         if writepolicy.learn(wall, cpu, blocked):
             self._session.wholefiles.start()
         return fp

@@ -33,7 +33,7 @@ from .descriptors import (
 )
 from .policy import ADAPTIVE, BACKGROUND, INLINE, POLICIES, SAMPLE
 from .stats import OpStat, PythonOpStat, StatsBook, stat_clock
-from .threads import cpu_demand, cpu_mark, slept
+from .threads import cpu_demand, cpu_mark, slept, timed_call
 
 __all__ = [
     'ADAPTIVE',

@@ -129,3 +129,21 @@ def cpu_demand(mark, wall):
     if sleeps is not None and not slept(sleeps):
         return wall
     return cpu
+
+
+def timed_call(how, function, *args):
+    """``function(*args)`` timed as ``policy.WritePolicy.time_next()``
+    asks (``'wall'``, or ``'cpu'``: wall and CPU time, and whether the
+    thread slept): its result, then the wall seconds, the CPU seconds and
+    whether it slept (None where not asked, or not known)"""
+    cpustart = sleeps = None
+    if how == 'cpu':
+        cpustart, sleeps = _thread_time(), slept()
+    start = time.perf_counter()
+    result = function(*args)
+    wall = time.perf_counter() - start
+    cpu = blocked = None
+    if cpustart is not None:
+        cpu = _thread_time() - cpustart
+        blocked = slept(sleeps)
+    return result, wall, cpu, blocked
