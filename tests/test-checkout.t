@@ -77,7 +77,7 @@ forth, to the null revision and from it:
   $ hg clone -q src forked
   $ hg clone -q src single --config worker.enabled=false --debug \
   >   | grep '^backgroundclose:'
-  backgroundclose: 405 checkout files, 403 handed to * writer threads (glob)
+  backgroundclose: 405 checkout files, 403 written by * writer threads (glob)
   $ same forked
   forked: as core
   $ same single
@@ -90,6 +90,32 @@ forth, to the null revision and from it:
   > done | sort | uniq -c | sed 's/^ *//'
   4 forked: as core
   4 single: as core
+
+However many processes wrote the checkout, the update says once what
+they did, with --debug and in the timing report
+(worker.backgroundclosereport); files written by core's own steps here
+are the symbolic links:
+
+  $ hg -R forked update -q null
+  $ hg -R forked update tip --debug --config worker.numcpus=4 \
+  >   | grep '^backgroundclose:'
+  backgroundclose: 405 checkout files, 403 written by * writer threads in 4 processes (glob)
+  $ hg -R forked update -q null
+  $ hg -R forked update tip --config worker.backgroundclosereport=true \
+  >   --config worker.numcpus=3
+  checkout: 405 files, * in * (glob)
+    operation             count       total        mean         max
+    mkdir * (glob)
+    open                    403 * (glob)
+    write                   403 * (glob)
+    close, applier            0           -           -           -
+    close, writers          403 * (glob)
+    stat                    403 * (glob)
+    core's steps              2 * (glob)
+    directories: * made, * found existing (glob)
+    writers: * threads in 3 processes wrote 403 files whole (at most * held) (glob)
+  405 files updated, 0 files merged, 0 files removed, 0 files unresolved
+  $ hg -R forked status
 
 The dirstate's data is read once each file is closed.  A file changed
 right after the update, in the same second and to the same size, still
@@ -156,6 +182,38 @@ hg update --clean recovers:
   $ hg -R int update -q --clean
   $ diff <(tree core) <(tree int)
   $ hg -R int status
+
+With update workers, Ctrl-C reaches each of them (a terminal sends it to
+the whole process group): each stops writing, joins its writer threads
+and exits; the update ends as core's does then (exit 255, and core says
+nothing more), no process of it is left, nothing is written after it,
+and hg update --clean recovers:
+
+  $ hg clone -q -U src intf
+  $ SLOWCLOSE_US=20000 LD_PRELOAD="$SLOWCLOSE_SO" setsid \
+  >   python3 "$TESTDIR/withsigint.py" hg -R intf update \
+  >   --config worker.numcpus=2 \
+  >   --config worker.backgroundclosemaxthreadcount=2 > intf.out 2>&1 &
+  $ pid=$!
+  $ files() { find intf -type f -not -path 'intf/.hg/*' | wc -l; }
+  $ while [ $(files) -lt 50 ]; do sleep 0.01; done
+  $ kill -INT -- -$pid; at=$(files)
+  $ wait $pid; echo "exit $?"
+  exit 255
+  $ written=$(files)
+  $ test $((written - at)) -lt 20 && echo "stopped writing at the signal"
+  stopped writing at the signal
+  $ sleep 1
+  $ pgrep -g $pid
+  [1]
+  $ test $(files) = "$written" && echo "nothing written after"
+  nothing written after
+  $ cat intf.out
+  $ hg -R intf summary | grep -o '(interrupted update)'
+  (interrupted update)
+  $ hg -R intf update -q --clean
+  $ diff <(tree core) <(tree intf)
+  $ hg -R intf status
 
 Turned off (worker.backgroundclosewrites=false), the checkout is core's
 (against a clone by core: an update by core records a file whose mode

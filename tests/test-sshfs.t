@@ -83,7 +83,7 @@ mount, mtimes aside), clean, and it verifies:
   > }
   $ for rev in null tip; do
   >   hg -R mnt/wc update -q $rev --config worker.enabled=false --debug \
-  >     | grep -c '^backgroundclose: .* handed to'
+  >     | grep -c '^backgroundclose: .* written by'
   >   hg -R mnt/core update -q $rev --config extensions.backgroundclose=!
   >   diff <(dirstate mnt/core) <(dirstate mnt/wc)
   > done

@@ -43,7 +43,7 @@ def write(repo, way, files):
                 co, path, repo.wvfs.join(path), data, executable
             )
             if way == 'here':
-                item.close(co.owned)
+                item.write_here(co.owned)
             else:
                 assert co._hand_over(item)
         co.settle()
@@ -168,7 +168,7 @@ def test_a_cancelled_checkout_writes_nothing_more(repo):
     co = checkout.Checkout(repo, repo[None])
     co.cancelled.set()
     item = checkout.CheckoutFile(co, b'f', repo.wvfs.join(b'f'), b'x', False)
-    item.close(co.owned)
+    item.write_here(co.owned)
     co.finish(True)
     assert not os.path.lexists(repo.wvfs.join(b'f'))
     assert co.filedata == {}
@@ -215,7 +215,7 @@ def test_a_file_an_interrupt_kept_from_the_writers_writes_nothing(repo):
     assert co.budget.take(10)
     item.held = 10
     item.discard()
-    item.close(co.owned)  # too late: nothing left to write
+    item.write_here(co.owned)  # too late: nothing left to write
     co.finish(True)
     assert co.budget.held == 0
     assert not os.path.lexists(repo.wvfs.join(b'f'))
@@ -243,3 +243,40 @@ def test_core_s_steps_where_another_extension_sees_the_vfs_opens(repo):
 
     repo.wvfs.__class__ = Overriding
     assert not checkout._applies(repo, wctx, [])
+
+
+class _Revision:
+    """what ``get()`` reads of the revision updated to"""
+
+    class _File:
+        def data(self):
+            return b'x\n'
+
+    def filectx(self, path):
+        return self._File()
+
+
+def test_an_abandoned_checkout_keeps_a_second_interrupt_to_itself(
+        repo, monkeypatch):
+    """its consumer stopped iterating (interrupted there: a forked update
+    worker as it sends its results): closing the generator finishes the
+    writers, and an interrupt while they are joined (core's worker pool
+    sends SIGTERM to the other workers once one fails) is not raised out
+    of the generator's close, where Python could only print it"""
+    actions = [(b'd/f%d' % i, (b'', False), b'') for i in range(150)]
+    co = checkout.Checkout(repo, repo[None])
+    got = co.get(_Revision(), True, actions)
+    assert next(got)[0] is False  # progress, 100 files in
+    closer = co.writers.closer
+    assert closer is not None
+    finish = closer.finish
+
+    def interrupted(*args, **kwargs):
+        finish(*args, **kwargs)
+        raise KeyboardInterrupt  # absorbed while it waited, raised at last
+
+    monkeypatch.setattr(closer, 'finish', interrupted)
+    got.close()
+    assert co.cancelled.is_set()
+    assert closer.finished
+    assert not co.owned

@@ -53,7 +53,9 @@ The timing report (``backgroundclosereport``) has a row per operation with
 its count, total, mean and longest time: "close, applier" is the time the
 applying thread spent closing or waiting for the close threads, "close,
 threads" the time the close threads took off it, and "close, writers" the
-files writer threads wrote and closed whole.
+files writer threads wrote and closed whole.  After an update, one table
+for its checkout, from all its worker processes: the time to make, write,
+close and stat the files, on the applying threads and on the writers.
 
 Settings
 --------
@@ -105,7 +107,7 @@ value aborts before anything is written.
   a file, as core writes the journal for each. (default: false)
 
 ``backgroundclosereport``
-  After each stream apply, print a timing table (``true``; not with
+  After each stream apply and each update, print a timing table (``true``; not with
   ``-q``), or JSON on standard error (``json``).  Unset, only
   :hg:`debugapplystreamclonebundle` prints it; ``false``, not even that
   command, unless given ``-T``.
@@ -131,6 +133,7 @@ from mercurial import (
 
 from . import (
     checkout,
+    checkoutsummary,
     compat,
     confighelp,
     debugapply,
@@ -232,6 +235,9 @@ def _process_wrappers():
     owner = compat.batchget_owner()
     if owner is not None:
         wrappers.append((owner, 'batchget', checkout.batchget))
+        name = compat.applyupdates_name(owner)
+        if name is not None:
+            wrappers.append((owner, name, checkoutsummary.applyupdates))
     return wrappers
 
 

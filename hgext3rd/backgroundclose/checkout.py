@@ -31,6 +31,7 @@ from mercurial import (
 from mercurial.dirstateutils import timestamp
 
 from . import (
+    checkoutsummary,
     deferredwrite,
     directories,
     engine,
@@ -114,17 +115,25 @@ class CheckoutFile:
         self.executable = executable
         self.held = 0
 
-    def close(self, owned=None):
-        """write it, once; ``owned``: the set the descriptor is kept in
-        while open (the applying thread's, which an interrupt may reach),
-        else this frame's alone (a writer thread blocks signals)"""
+    def close(self):
+        """on a writer thread (the name the writers' closer calls): write
+        it, once.  The descriptor is this frame's alone: a writer thread
+        blocks signals."""
+        self._run(set(), 'close-written')
+
+    def write_here(self, owned):
+        """on the applying thread: write it, the descriptor kept in
+        ``owned`` while open, which an interrupt's teardown closes"""
+        self._run(owned, 'close')
+
+    def _run(self, owned, closename):
         data, self.data = self.data, None
         if data is None:
             return
         checkout = self.checkout
         try:
             if not checkout.cancelled.is_set():
-                self._write(data, set() if owned is None else owned)
+                self._write(data, owned, closename)
         finally:
             # the memory is given back; the data itself goes with the last
             # frame that holds it (a failure kept with its traceback holds
@@ -142,32 +151,47 @@ class CheckoutFile:
             self.checkout.budget.give(self.held)
             self.held = 0
 
-    def _write(self, data, owned):
+    def _write(self, data, owned, closename):
         checkout = self.checkout
         name = self.name
-        fd = checkout.create(self.path, name, owned)
+        table = checkout.book.mine()
+        clock = checkout.clock
+        fd = None
+        # directories timed on their own (directories.Directories)
+        if checkout.prepare(self.path):
+            start = clock()
+            fd = checkout.create(name, owned)
         if fd is None:
             # something in the way: core's own steps for this file
+            start = clock()
             checkout.write_as_core(self.path, data, self.executable)
+            table['core'].add(clock() - start, len(data))
         else:
+            table['open'].add(clock() - start)
             try:
+                start = clock()
                 engine.write_all(fd, data)
                 if self.executable:
                     checkout.make_executable(fd)
+                table['write'].add(clock() - start, len(data))
             except BaseException as exc:
                 engine.close_quietly(fd, lambda fd: engine.close_owned(
                     fd, owned))
                 if isinstance(exc, OSError):
                     raise engine.FileError(name, exc, 'writing') from exc
                 raise
+            start = clock()
             try:
                 engine.close_owned(fd, owned)
             except OSError as exc:
                 raise engine.FileError(name, exc) from exc
+            table[closename].add(clock() - start)
+        start = clock()
         try:
             st = os.lstat(name)
         except OSError as exc:
             raise engine.FileError(name, exc, 'writing') from exc
+        table['stat'].add(clock() - start)
         checkout.filedata[self.path] = (
             st.st_mode, len(data), timestamp.mtime_of(st)
         )
@@ -194,7 +218,11 @@ class Checkout:
             self.cancelled, _nothing,
         )
         self.budget = self.writers.budget
-        self.directories = directories.Directories()
+        # every step of every file counted, and timed for the report
+        timed = settings.report(ui) != settings.REPORT_OFF
+        self.clock = engine.stat_clock if timed else _no_clock
+        self.book = engine.StatsBook(checkoutsummary.OPERATIONS)
+        self.directories = directories.Directories(timed)
         # core's audit of each path, cached for this checkout as core's
         # revert and addremove cache theirs: a directory checked once, or
         # found missing (the checkout makes it), is not checked again,
@@ -212,7 +240,6 @@ class Checkout:
         # descriptors the applying thread opened and has not closed yet
         self.owned = set()
         self.count = 0
-        self.handed = 0
         # the last create found a file there: unlink first (an update
         # between revisions), as core always does
         self._unlinkfirst = False
@@ -232,6 +259,7 @@ class Checkout:
         i = 0
         f = None
         failing = True
+        abandoned = False
         try:
             try:
                 for f, (flags, backup), msg in actions:
@@ -245,8 +273,13 @@ class Checkout:
                     i += 1
                 self.settle()
                 failing = False
+            except GeneratorExit:
+                # its consumer stopped iterating, unwinding from its own
+                # interrupt or failure (a forked worker sending results)
+                abandoned = True
+                raise
             finally:
-                self.finish(failing)
+                self.finish(failing, abandoned)
         except engine.FileError as exc:
             raise messages.file_abort(exc, exc.name) from exc
         if i > 0:
@@ -261,11 +294,13 @@ class Checkout:
         if b'l' in flags:
             # a symbolic link (or the file that stands for one): core's
             # steps, on this thread
+            start = self.clock()
             wfctx = self.wctx[f]
             wfctx.clearunknown()
             size = wfctx.write(fctx(f).data(), flags)
             st = wfctx.lstat()
             self.filedata[f] = (st.st_mode, size, timestamp.mtime_of(st))
+            self.book.mine()['core'].add(self.clock() - start, size)
             return
         self.audit(f)  # what clearunknown() begins with
         data = self.repo.wwritedata(f, fctx(f).data())
@@ -279,10 +314,10 @@ class Checkout:
         checkout whose files wait starts the writers"""
         how = self.policy.time_next()
         if how is None:
-            item.close(self.owned)
+            item.write_here(self.owned)
             return
         _, wall, cpu, blocked = engine.timed_call(
-            how, item.close, self.owned
+            how, item.write_here, self.owned
         )
         if self.policy.learn(wall, cpu, blocked):
             self.writers.start()
@@ -294,7 +329,6 @@ class Checkout:
         if closer is None or not self.budget.take(len(item.data)):
             return False
         item.held = len(item.data)
-        self.handed += 1
         closer.close(item, item.name)
         return True
 
@@ -305,39 +339,60 @@ class Checkout:
             closer.wait()
             closer.raise_failure()
 
-    def finish(self, failing):
+    def finish(self, failing, abandoned=False):
         """the one teardown, from ``get()``'s outermost frame: the writers
         finished (their threads joined), then what this thread opened and
         an interrupt kept from closing closed.  Failing, files not written
-        yet are not written."""
+        yet are not written.  ``abandoned``: the generator is being
+        closed, where an interrupt absorbed while the writers were joined
+        has nowhere to go (Python would print it as ignored): the one its
+        consumer unwinds from goes on."""
         if failing:
             self.cancelled.set()
         closer = self.writers.closer
-        if closer is not None and not closer.finished:
-            closer.finish(failing, on_interrupt=self.cancelled.set)
-        while self.owned:
-            engine.close_quietly(self.owned.pop())
+        try:
+            if closer is not None and not closer.finished:
+                try:
+                    closer.finish(failing, on_interrupt=self.cancelled.set)
+                except (KeyboardInterrupt, SystemExit):
+                    if not abandoned:
+                        raise
+        finally:
+            while self.owned:
+                engine.close_quietly(self.owned.pop())
 
     def summarize(self):
-        messages.summarize_checkout(
-            self.ui, self.count, self.handed, util.timer() - self.started,
-            self.writers.closer,
-        )
+        """this process's figures, to the update that forked it (or ran
+        it here), which prints them once for all its processes"""
+        writers = self.writers.closer
+        checkoutsummary.deliver(self.repo, checkoutsummary.Figures(
+            files=self.count,
+            seconds=util.timer() - self.started,
+            threads=writers.threadcount if writers is not None else 0,
+            peakheld=self.budget.peak,
+            dirs_created=self.directories.created,
+            dirs_existing=self.directories.existing,
+            ops=dict(self.book.merged(), mkdir=self.directories.stat),
+        ))
 
     # any thread ---------------------------------------------------------
 
-    def create(self, path, name, owned):
-        """a new, empty ``name``, its directories made first; None if
-        something is in the way (a directory there, a file where one of
-        its directories should be): core's steps then"""
+    def prepare(self, path):
+        """the directories of ``path`` made; False if something is in the
+        way (a file where one of them goes, or one that may not be made):
+        core's steps decide then"""
         dirname = path.rpartition(b'/')[0]
         if dirname and not self.directories.known(self.root, dirname):
             try:
                 self.directories.prepare(self.root, dirname)
             except OSError:
-                # a file where a directory goes, or a directory that may
-                # not be made: core's steps decide
-                return None
+                return False
+        return True
+
+    def create(self, name, owned):
+        """a new, empty ``name`` in a directory made already; None if
+        something is in the way (a directory there, a file where one of
+        its directories should be): core's steps then"""
         if self._unlinkfirst:
             try:
                 os.unlink(name)
@@ -388,3 +443,7 @@ class Checkout:
 
 def _nothing():
     pass
+
+
+def _no_clock():
+    return 0.0

@@ -203,6 +203,16 @@ def batchget_owner():
     return None
 
 
+def applyupdates_name(owner):
+    """the name of the function of ``owner`` (batchget_owner()) that
+    runs ``batchget`` in core's update workers: ``apply_updates`` from
+    Mercurial 7.0, ``applyupdates`` before; or None"""
+    for name in ('apply_updates', 'applyupdates'):
+        if hasattr(owner, name):
+            return name
+    return None
+
+
 def part_handlers():
     """bundle2's table of part handlers, filled"""
     try:

@@ -181,28 +181,32 @@ def log_summary(ui, label, count, unit, seconds, closer, stats, extra=b''):
     )
 
 
-def summarize_checkout(ui, files, written, seconds, writers):
-    """after a checkout (checkout.py) of ``files`` files, ``written`` of
-    them by the ``writers`` (a closer, or None if none started): with
-    ``--debug``, a line if writers started, and in any case the
-    ``ui.log`` line"""
-    threads = writers.threadcount if writers is not None else 0
+def summarize_checkout(ui, figures):
+    """after a checkout (checkout.py, its ``figures`` summed over the
+    processes that wrote it): with ``--debug``, a line if writers started,
+    and in any case the ``ui.log`` line"""
+    threads = figures.threads
+    handed = figures.ops['close-written'].count
+    processes = b''
+    if figures.processes > 1:
+        processes = b' in %d processes' % figures.processes
     if threads:
         ui.debug(
-            b'backgroundclose: %d checkout files, %d handed to %d '
-            b'writer threads\n' % (files, written, threads)
+            b'backgroundclose: %d checkout files, %d written by %d '
+            b'writer threads%s\n' % (figures.files, handed, threads, processes)
         )
     _log(
         ui,
-        b'backgroundclose: checkout: %d files in %.2f s; %d handed to '
-        b'%d writer threads\n',
-        (files, seconds, written, threads),
+        b'backgroundclose: checkout: %d files in %.2f s; %d written by '
+        b'%d writer threads%s\n',
+        (figures.files, figures.seconds, handed, threads, processes),
         dict(
-            backgroundclose_count=files,
+            backgroundclose_count=figures.files,
             backgroundclose_unit=b'files',
-            backgroundclose_seconds=seconds,
+            backgroundclose_seconds=figures.seconds,
             backgroundclose_threads=threads,
-            backgroundclose_written=written,
+            backgroundclose_written=handed,
+            backgroundclose_processes=figures.processes,
         ),
     )
 

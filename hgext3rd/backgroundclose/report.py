@@ -22,7 +22,7 @@ that standard output stays the command's.
 from mercurial.i18n import _
 from mercurial import formatter, util
 
-from . import messages
+from . import messages, settings
 
 # the repository attribute that holds the list the applies inside a
 # ``collecting`` block append their reports to
@@ -35,6 +35,8 @@ CLOSE_OPERATIONS = ('close', 'close-background')
 WRITER_OPERATIONS = ('close-written',)
 
 _LABELS = {
+    'stat': _(b'stat'),
+    'core': _(b"core's steps"),
     'open': _(b'open'),
     'write': _(b'write'),
     'mkdir': _(b'mkdir'),
@@ -160,6 +162,101 @@ def write_optable(ui, rows):
                 util.timecount(stat.max) if stat.count else b'-',
             )
         )
+
+
+# the checkout's rows (checkoutsummary.py), in table order; core's steps
+# only where a file took them
+CHECKOUT_OPERATIONS = ('mkdir', 'open', 'write', 'close', 'close-written',
+                       'stat', 'core')
+_CHECKOUT_LABELS = dict(_LABELS, **{'close-written': _(b'close, writers')})
+
+
+def write_checkout_text(ui, figures):
+    """print a checkout's figures (checkoutsummary.Figures) as a table"""
+    ui.write(
+        _(b'checkout: %d files, %s in %s (%s/s, %d files/s)\n')
+        % (
+            figures.files,
+            util.bytecount(figures.bytes),
+            util.timecount(figures.seconds),
+            util.bytecount(int(_rate(figures.bytes, figures.seconds))),
+            _rate(figures.files, figures.seconds),
+        )
+    )
+    ops = figures.ops
+    write_optable(
+        ui,
+        [
+            (_CHECKOUT_LABELS[name], ops[name])
+            for name in CHECKOUT_OPERATIONS
+            if name != 'core' or ops[name].count
+        ],
+    )
+    if figures.dirs_created or figures.dirs_existing:
+        ui.write(
+            _(b'  directories: %d made, %d found existing\n')
+            % (figures.dirs_created, figures.dirs_existing)
+        )
+    processes = b''
+    if figures.processes > 1:
+        processes = _(b' in %d processes') % figures.processes
+    if figures.threads:
+        ui.write(
+            _(b'  writers: %d threads%s wrote %d files whole (at most %s '
+              b'held)\n')
+            % (
+                figures.threads,
+                processes,
+                ops['close-written'].count,
+                util.bytecount(figures.peakheld),
+            )
+        )
+    else:
+        ui.write(
+            _(b'  writers: none started%s: every file written by the '
+              b'applying thread\n') % processes
+        )
+
+
+def _checkout_dict(figures):
+    return {
+        b'files': figures.files,
+        b'bytes': figures.bytes,
+        b'seconds': figures.seconds,
+        b'processes': figures.processes,
+        b'writers': figures.threads,
+        b'written-by-writers': figures.ops['close-written'].count,
+        b'peak-held': figures.peakheld,
+        b'dirs-created': figures.dirs_created,
+        b'dirs-existing': figures.dirs_existing,
+        b'ops': {
+            name.encode('ascii'): {
+                b'count': stat.count,
+                b'seconds': stat.seconds,
+                b'mean': stat.mean,
+                b'max': stat.max,
+            }
+            for name, stat in figures.ops.items()
+        },
+    }
+
+
+def show_checkout(ui, figures):
+    """after an update's checkout, as ``worker.backgroundclosereport``
+    asks: the table as status output (not with ``-q``), or JSON on
+    standard error"""
+    style = settings.report(ui)
+    if style == settings.REPORT_JSON:
+        with formatter.formatter(
+            ui, _ErrorStream(ui), b'backgroundclose', {b'template': b'json'}
+        ) as fm:
+            fm.startitem()
+            fm.data(**{
+                k.decode('ascii'): v
+                for k, v in _checkout_dict(figures).items()
+            })
+    elif style != settings.REPORT_OFF and not ui.quiet:
+        write_checkout_text(ui, figures)
 
 
 class _ErrorStream:
