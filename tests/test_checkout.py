@@ -164,6 +164,21 @@ def test_a_failure_names_the_file_and_leaves_no_descriptor(repo, way):
         assert set(os.listdir('/proc/self/fd')) <= before
 
 
+def test_what_fails_on_a_writer_is_said_to_fail_writing(repo, monkeypatch):
+    """not "closing", as the closer says of what else fails in a close:
+    here a failure that is no OSError, in core's steps (a file in the
+    way)"""
+    os.makedirs(repo.wvfs.join(b'in-the-way'))
+    monkeypatch.setattr(
+        checkout.Checkout, 'write_as_core',
+        lambda *args: (_ for _ in ()).throw(ValueError('refused')),
+    )
+    with pytest.raises(engine.FileError) as info:
+        write(repo, 'writers', {b'in-the-way': (b'x', False)})
+    assert info.value.action == 'writing'
+    assert info.value.name == repo.wvfs.join(b'in-the-way')
+
+
 def test_a_cancelled_checkout_writes_nothing_more(repo):
     co = checkout.Checkout(repo, repo[None])
     co.cancelled.set()
@@ -280,3 +295,47 @@ def test_an_abandoned_checkout_keeps_a_second_interrupt_to_itself(
     assert co.cancelled.is_set()
     assert closer.finished
     assert not co.owned
+
+
+def test_a_checkout_that_fails_raises_what_interrupts_its_teardown(
+        repo, monkeypatch):
+    """the counterpart: not abandoned (it failed itself), an interrupt
+    while the writers are joined goes on up"""
+    co = checkout.Checkout(repo, repo[None])
+    closer = co.writers.started()
+    finish = closer.finish
+
+    def interrupted(*args, **kwargs):
+        finish(*args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(closer, 'finish', interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        co.finish(True)
+    assert closer.finished and co.cancelled.is_set()
+
+
+def test_the_writers_closer_closing_inline_writes_as_the_applying_thread(
+        repo, monkeypatch):
+    """where the writers' closer closes a file on the applying thread
+    (it stops, or no thread could start), the file is the applying
+    thread's: its descriptor in the set the teardown closes, counted as
+    written there"""
+    co = checkout.Checkout(repo, repo[None])
+    item = checkout.CheckoutFile(
+        co, b'f', repo.wvfs.join(b'f'), b'data', False
+    )
+    opened = []
+    real = checkout.engine.open_owned
+
+    def open_owned(name, flags, owned, *args):
+        fd = real(name, flags, owned, *args)
+        opened.append(owned is co.owned and fd in owned)
+        return fd
+
+    monkeypatch.setattr(checkout.engine, 'open_owned', open_owned)
+    item.close()  # as the closer calls it, here
+    co.finish(False)
+    assert opened == [True]
+    ops = co.book.merged()
+    assert ops['close'].count == 1 and ops['close-written'].count == 0

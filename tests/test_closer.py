@@ -448,7 +448,7 @@ def test_a_report_times_each_close_on_the_closers_own_clock_a_failed_one_too():
     # the default clock is the stats' own (closer.stat_clock): the closes
     # the policy does not sample are timed by OpStat.since, one call, and
     # the one that fails is counted before its FileError names it
-    assert closermod.Closer(fdroom=None)._statclock
+    assert closermod.Closer(fdroom=None)._inline._statclock
     files = Files(latency=0.0, failing={5})
     closer = Closer(
         closefn=files.close, fdroom=None, sample=closermod.SAMPLE,
@@ -1323,6 +1323,28 @@ def test_a_forked_child_meets_no_parent_lock_and_no_parent_error():
     assert child_exit(pid) == 0
     with pytest.raises(closermod.FileError):
         closer.finish()
+
+
+@pytest.mark.skipif(not hasattr(os, 'fork'), reason='needs os.fork')
+def test_a_forked_child_samples_its_closes_where_the_parent_would_have():
+    # the inline closes between two samples are counted down across the
+    # fork: the child's next close is no sample, as the parent's was not
+    closer = Closer(closefn=lambda t: None, fdroom=None, sample=8)
+    closer.close('first')  # the first is sampled
+    left = closer._inline.left
+    assert left > 0
+    pid = os.fork()
+    if pid == 0:
+        status = 1
+        try:
+            if closer._inline.left == left:
+                closer.close('child')
+                if closer._inline.left == left - 1:
+                    status = 0
+        finally:
+            os._exit(status)
+    assert child_exit(pid) == 0
+    closer.finish()
 
 
 def interrupt_thread(thread):

@@ -61,6 +61,7 @@ def batchget(orig, repo, mctx, wctx, wantfiledata, actions):
     """core's ``batchget`` (wrapped): the files of ``actions`` written by a
     ``Checkout``, where one can write them as core would"""
     if not _applies(repo, wctx, actions):
+        checkoutsummary.left_to_core(repo, len(actions))
         return orig(repo, mctx, wctx, wantfiledata, actions)
     return Checkout(repo, wctx).get(mctx, wantfiledata, actions)
 
@@ -116,10 +117,21 @@ class CheckoutFile:
         self.held = 0
 
     def close(self):
-        """on a writer thread (the name the writers' closer calls): write
-        it, once.  The descriptor is this frame's alone: a writer thread
-        blocks signals."""
-        self._run(set(), 'close-written')
+        """the writers' closer's call (the name it calls), on one of its
+        threads: write it, once, the descriptor this frame's alone (a
+        writer thread blocks signals); what fails here is said to have
+        failed writing the file (the closer would say closing).  Where
+        that closer closes inline instead, on the applying thread, as
+        ``write_here``."""
+        if not engine.on_pool_thread():
+            self.write_here(self.checkout.owned)
+            return
+        try:
+            self._run(set(), 'close-written')
+        except engine.FileError:
+            raise
+        except Exception as exc:
+            raise engine.FileError(self.name, exc, 'writing') from exc
 
     def write_here(self, owned):
         """on the applying thread: write it, the descriptor kept in
@@ -351,9 +363,15 @@ class Checkout:
             self.cancelled.set()
         closer = self.writers.closer
         try:
-            if closer is not None and not closer.finished:
+            while closer is not None and not closer.finished:
                 try:
-                    closer.finish(failing, on_interrupt=self.cancelled.set)
+                    # abandoned: unwinding from an interrupt its consumer
+                    # caught, which the closer cannot see from here (it
+                    # sees GeneratorExit): bounded by its grace period
+                    closer.finish(
+                        failing, on_interrupt=self.cancelled.set,
+                        interrupted=abandoned,
+                    )
                 except (KeyboardInterrupt, SystemExit):
                     if not abandoned:
                         raise

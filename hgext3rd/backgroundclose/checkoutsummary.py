@@ -1,24 +1,29 @@
 # checkoutsummary.py - one summary of an update's checkout, from every
-# process that wrote it
+# worker that wrote it
 #
 # Copyright 2026 hg-backgroundclose contributors
 #
 # This software may be used and distributed according to the terms of the
 # GNU General Public License version 2 or any later version.
 """Core's ``applyupdates`` (wrapped) gets the working-copy files through
-``batchget``, in forked worker processes or in its own process.  Each
-process's ``Checkout`` sends its ``Figures`` to the ``Gathering`` the
-update made before it forked; once core's workers are done, the update's
-process prints one ``--debug`` line, one ``ui.log`` line and, when asked,
-one timing report for them all.  See docs/design.rst, "The checkout".
+``batchget``, in forked worker processes, in worker threads or in its own
+thread.  Each worker's ``Checkout`` sends its ``Figures`` to the
+``Gathering`` the update made before core started them (a worker left to
+core's own ``batchget`` sends how many files it got); once core's workers
+are done, the update prints one ``--debug`` line, one ``ui.log`` line and,
+when asked, one timing report for them all.  See docs/design.rst, "The
+checkout".
 """
 
 import os
 import pickle
 import struct
+import tempfile
 import threading
 
-from . import engine, messages, report as reportmod
+from mercurial.utils import stringutil
+
+from . import engine, messages, report as reportmod, settings
 
 # the steps of a checkout file, counted (and timed for a report) by the
 # thread that ran them: made, written, closed on the applying thread or
@@ -30,31 +35,36 @@ OPERATIONS = ('open', 'write', 'close', 'close-written', 'stat', 'core')
 # the repository attribute that holds the running update's Gathering
 _GATHERING = '_backgroundclose_checkout'
 
-# a record on the pipe: its length, then its pickle.  A record at most
-# PIPE_BUF long is written whole by one write() (POSIX), so records of
-# processes writing at once never interleave.
+# a record in the file forked workers append to: its length, then its
+# pickle, written by one write() of a file opened to append, which the
+# kernel does not interleave with another process's
 _LENGTH = struct.Struct('>I')
-_PIPE_BUF = getattr(__import__('select'), 'PIPE_BUF', 512)
 
 
 class Figures:
     """what one checkout (or several, merged) did"""
 
-    FIELDS = ('files', 'seconds', 'threads', 'peakheld',
-              'dirs_created', 'dirs_existing')
+    FIELDS = ('files', 'seconds', 'threads', 'peakheld', 'dirs_created',
+              'dirs_existing', 'declined')
 
-    def __init__(self, ops, processes=1, **fields):
+    def __init__(self, ops, workers=1, **fields):
         self.ops = ops  # name -> engine.OpStat (OPERATIONS and 'mkdir')
-        self.processes = processes
+        self.workers = workers
         for name in self.FIELDS:
-            setattr(self, name, fields[name])
+            setattr(self, name, fields.get(name, 0))
+
+    @classmethod
+    def declined_by(cls, count):
+        """a worker whose ``count`` files core's own batchget got"""
+        return cls({}, declined=count)
 
     @property
     def bytes(self):
-        return self.ops['write'].bytes + self.ops['core'].bytes
+        return sum(self.ops[name].bytes for name in ('write', 'core')
+                   if name in self.ops)
 
     def encode(self):
-        """bytes for the pipe: plain numbers only"""
+        """bytes for the file: plain numbers only"""
         data = {name: getattr(self, name) for name in self.FIELDS}
         data['ops'] = {
             name: (stat.count, stat.seconds, stat.max, stat.bytes)
@@ -73,91 +83,99 @@ class Figures:
 
     @classmethod
     def merged(cls, many):
-        """the figures of processes that ran side by side: counts added,
-        the longest time taken as the checkout's"""
-        first = many[0]
-        ops = {name: engine.OpStat() for name in first.ops}
+        """the figures of workers that ran side by side: counts added
+        (the most held at once too: at most their sum), the longest time
+        taken as the checkout's"""
+        ops = {}
         for figures in many:
             for name, stat in figures.ops.items():
-                ops[name].merge(stat)
+                ops.setdefault(name, engine.OpStat()).merge(stat)
+        for name in OPERATIONS + ('mkdir',):
+            ops.setdefault(name, engine.OpStat())
         fields = {
             name: sum(getattr(f, name) for f in many)
             for name in cls.FIELDS
         }
         fields['seconds'] = max(f.seconds for f in many)
-        fields['peakheld'] = max(f.peakheld for f in many)
-        return cls(ops, processes=len(many), **fields)
+        return cls(ops, workers=len(many), **fields)
 
 
 class Gathering:
-    """where the checkouts of one update send their figures: kept here by
-    this process's own, written to a pipe by a forked worker's (made
-    before core forks them)"""
+    """where the workers of one update send their figures: kept in a list
+    by those of this process (its own thread, worker threads), appended to
+    a file by forked ones; the file was made, and its name removed, before
+    core forked them"""
 
     def __init__(self):
         self.pid = os.getpid()
         self._figures = []
-        # update workers on threads (Windows) send here at once
         self._lock = threading.Lock()
-        self._rfd = self._wfd = None
+        self._fd = None
         if hasattr(os, 'fork'):
-            # never inherited by a program a hook or a tool runs; read
-            # without waiting, since a process forked for something else
-            # may hold the writing end open for longer than the update
-            self._rfd, self._wfd = os.pipe()
-            for fd in (self._rfd, self._wfd):
-                os.set_inheritable(fd, False)
-            os.set_blocking(self._rfd, False)
-            os.set_blocking(self._wfd, False)
+            try:
+                made, name = tempfile.mkstemp(prefix='hg-backgroundclose-')
+                try:
+                    # to append: each write where the file ends then
+                    self._fd = os.open(name, os.O_RDWR | os.O_APPEND)
+                finally:
+                    os.close(made)
+                    os.unlink(name)
+            except OSError:
+                # no file, no summary of forked workers: not a reason to
+                # fail the update
+                pass
 
     def send(self, figures):
-        """from any process of the update, once its checkout is done; a
-        record the pipe cannot take is left out (a summary is no reason to
-        fail an update that wrote every file)"""
+        """from any worker of the update, once its checkout is done; a
+        record that cannot be written is left out (a summary is no reason
+        to fail an update that wrote every file)"""
         if os.getpid() == self.pid:
             with self._lock:
                 self._figures.append(figures)
             return
-        raw = figures.encode()
-        record = _LENGTH.pack(len(raw)) + raw
-        if self._wfd is None or len(record) > _PIPE_BUF:
+        if self._fd is None:
             return
+        raw = figures.encode()
         try:
-            os.write(self._wfd, record)
+            os.write(self._fd, _LENGTH.pack(len(raw)) + raw)
         except OSError:
             pass
 
     def collect(self):
         """every figures sent, once core's workers are done"""
+        figures = list(self._figures)
+        if self._fd is None:
+            return figures
+        os.lseek(self._fd, 0, os.SEEK_SET)
         chunks = []
-        while self._rfd is not None:
-            try:
-                chunk = os.read(self._rfd, 65536)
-            except BlockingIOError:
-                break
+        while True:
+            chunk = os.read(self._fd, 1 << 16)
             if not chunk:
                 break
             chunks.append(chunk)
         raw = b''.join(chunks)
-        figures = list(self._figures)
         offset = 0
         while offset + _LENGTH.size <= len(raw):
             (length,) = _LENGTH.unpack_from(raw, offset)
             offset += _LENGTH.size
+            if offset + length > len(raw):
+                break  # a worker killed as it wrote
             figures.append(Figures.decode(raw[offset:offset + length]))
             offset += length
         return figures
 
     def close(self):
-        for fd in (self._rfd, self._wfd):
-            if fd is not None:
-                os.close(fd)
-        self._rfd = self._wfd = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 def applyupdates(orig, repo, *args, **kwargs):
-    """core's ``applyupdates`` (wrapped): the checkouts of its processes
-    summarized once, after the files are written"""
+    """core's ``applyupdates`` (wrapped): the settings checked before a
+    file is removed (sparse and narrow call it directly), and the
+    checkouts of its workers summarized once, after the files are
+    written"""
+    settings.validate(repo.ui)
     unfi = repo.unfiltered()
     saved = getattr(unfi, _GATHERING, None)
     gathering = Gathering()
@@ -166,11 +184,22 @@ def applyupdates(orig, repo, *args, **kwargs):
         result = orig(repo, *args, **kwargs)
         figures = gathering.collect()
     finally:
-        setattr(unfi, _GATHERING, saved)
+        if saved is None:
+            delattr(unfi, _GATHERING)
+        else:
+            setattr(unfi, _GATHERING, saved)
         gathering.close()
-    if figures:
-        show(repo.ui, Figures.merged(figures))
+    if any(f.files for f in figures):
+        _show_guarded(repo.ui, Figures.merged(figures))
     return result
+
+
+def left_to_core(repo, count):
+    """a worker of the running update leaves its ``count`` files to core's
+    own batchget (a file to back up, atomic writes asked for)"""
+    gathering = getattr(repo.unfiltered(), _GATHERING, None)
+    if gathering is not None:
+        gathering.send(Figures.declined_by(count))
 
 
 def deliver(repo, figures):
@@ -178,11 +207,23 @@ def deliver(repo, figures):
     outside an update (an extension's own call) prints them itself"""
     gathering = getattr(repo.unfiltered(), _GATHERING, None)
     if gathering is None:
-        show(repo.ui, figures)
+        _show_guarded(repo.ui, figures)
     else:
         gathering.send(figures)
 
 
-def show(ui, figures):
-    messages.summarize_checkout(ui, figures)
-    reportmod.show_checkout(ui, figures)
+def _show_guarded(ui, figures):
+    """the summary, which never fails the update: it runs before core
+    writes the dirstate, and an update whose files are all written must
+    not end as an interrupted one for a line of output"""
+    try:
+        messages.summarize_checkout(ui, figures)
+        reportmod.show_checkout(ui, figures)
+    except Exception as exc:
+        try:
+            ui.debug(
+                b'backgroundclose: the checkout summary failed: %s\n'
+                % stringutil.forcebytestr(exc)
+            )
+        except Exception:
+            pass

@@ -183,30 +183,33 @@ def log_summary(ui, label, count, unit, seconds, closer, stats, extra=b''):
 
 def summarize_checkout(ui, figures):
     """after a checkout (checkout.py, its ``figures`` summed over the
-    processes that wrote it): with ``--debug``, a line if writers started,
-    and in any case the ``ui.log`` line"""
+    update's workers): with ``--debug``, a line if writers started, and in
+    any case the ``ui.log`` line"""
     threads = figures.threads
-    handed = figures.ops['close-written'].count
-    processes = b''
-    if figures.processes > 1:
-        processes = b' in %d processes' % figures.processes
+    written = figures.ops['close-written'].count
+    extra = b''
+    if figures.workers > 1:
+        extra += b' in %d workers' % figures.workers
+    if figures.declined:
+        extra += b', %d files left to core' % figures.declined
     if threads:
         ui.debug(
             b'backgroundclose: %d checkout files, %d written by %d '
-            b'writer threads%s\n' % (figures.files, handed, threads, processes)
+            b'writer threads%s\n' % (figures.files, written, threads, extra)
         )
     _log(
         ui,
         b'backgroundclose: checkout: %d files in %.2f s; %d written by '
         b'%d writer threads%s\n',
-        (figures.files, figures.seconds, handed, threads, processes),
+        (figures.files, figures.seconds, written, threads, extra),
         dict(
             backgroundclose_count=figures.files,
             backgroundclose_unit=b'files',
             backgroundclose_seconds=figures.seconds,
             backgroundclose_threads=threads,
-            backgroundclose_written=handed,
-            backgroundclose_processes=figures.processes,
+            backgroundclose_written=written,
+            backgroundclose_workers=figures.workers,
+            backgroundclose_declined=figures.declined,
         ),
     )
 

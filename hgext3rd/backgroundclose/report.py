@@ -197,16 +197,20 @@ def write_checkout_text(ui, figures):
             _(b'  directories: %d made, %d found existing\n')
             % (figures.dirs_created, figures.dirs_existing)
         )
-    processes = b''
-    if figures.processes > 1:
-        processes = _(b' in %d processes') % figures.processes
+    if figures.declined:
+        ui.write(
+            _(b"  left to core's own update: %d files\n") % figures.declined
+        )
+    workers = b''
+    if figures.workers > 1:
+        workers = _(b' in %d workers') % figures.workers
     if figures.threads:
         ui.write(
             _(b'  writers: %d threads%s wrote %d files whole (at most %s '
               b'held)\n')
             % (
                 figures.threads,
-                processes,
+                workers,
                 ops['close-written'].count,
                 util.bytecount(figures.peakheld),
             )
@@ -214,7 +218,7 @@ def write_checkout_text(ui, figures):
     else:
         ui.write(
             _(b'  writers: none started%s: every file written by the '
-              b'applying thread\n') % processes
+              b'applying thread\n') % workers
         )
 
 
@@ -223,7 +227,8 @@ def _checkout_dict(figures):
         b'files': figures.files,
         b'bytes': figures.bytes,
         b'seconds': figures.seconds,
-        b'processes': figures.processes,
+        b'workers': figures.workers,
+        b'left-to-core': figures.declined,
         b'writers': figures.threads,
         b'written-by-writers': figures.ops['close-written'].count,
         b'peak-held': figures.peakheld,

@@ -33,7 +33,7 @@ from .descriptors import (
 )
 from .policy import ADAPTIVE, BACKGROUND, INLINE, POLICIES, SAMPLE
 from .stats import OpStat, PythonOpStat, StatsBook, stat_clock
-from .threads import cpu_demand, cpu_mark, slept, timed_call
+from .threads import cpu_demand, cpu_mark, on_pool_thread, slept, timed_call
 
 __all__ = [
     'ADAPTIVE',
@@ -56,6 +56,7 @@ __all__ = [
     'file_error',
     'flush_for_handover',
     'native_available',
+    'on_pool_thread',
     'open_owned',
     'owned_open_close',
     'slept',

@@ -24,7 +24,7 @@ from . import (
     pools,
 )
 from .descriptors import (
-    FileError,
+    FileError,  # noqa: F401 (engine.closer.FileError, as callers knew it)
     close_quietly,
     close_target,
     descriptor_room,
@@ -34,10 +34,10 @@ from .descriptors import (
 )
 from .failures import Failures
 from .handovers import HANDED, PROBE, HandOvers
+from .inline import InlineCloses
 from .policy import ADAPTIVE
 from .sizing import PoolSizer
 from .stats import StatsBook, stat_clock
-from .threads import cpu_demand, cpu_mark
 
 # descriptors kept free for everything else the process does
 _FD_RESERVE = 32
@@ -104,21 +104,6 @@ class Closer:
             clock,
             sample=sample,
         )
-        # inline closes left before the next timed one, and how many were
-        # not timed (owner thread only)
-        self._untimed = 0
-        self._untimedcount = 0
-        # a report shows every close's time: the inline closes the policy
-        # does not sample are timed all the same, for the stats book only
-        # (the policy decides as it would without a report)
-        self._timeall = timeall
-        # the owner thread's 'close' entry of the stats book, once looked
-        # up: a report times every close, and the lookup costs as much as
-        # the timing
-        self._ownclose = None
-        # whether the closer's clock is the stats' own: then a report's
-        # close is timed by OpStat.since, one call
-        self._statclock = clock is stat_clock
         room = fdroom() if callable(fdroom) else fdroom
         if room is not None:
             # half of what is left: the submitters open files too
@@ -144,6 +129,11 @@ class Closer:
         self._failures = Failures(self._pool)
         self._owner = self._failures.owner
         self._book = StatsBook(('close',))
+        # the closes on this thread, most untimed
+        self._inline = InlineCloses(
+            self._policy, self._sizer, self._pool, self._lock, self._book,
+            clock, self._closefn, timeall, clock is stat_clock,
+        )
         # asking the policy, and the runs of hand-overs it grants
         self._handovers = HandOvers(
             self._policy, self._pool, self._sizer, self._lock, self._book,
@@ -179,7 +169,8 @@ class Closer:
         merged = self._book.merged()
         handovers = self._handovers
         merged['close'].count += (
-            self._untimedcount + handovers.counted + handovers.uncounted()
+            self._inline.untimedcount + handovers.counted
+            + handovers.uncounted()
         )
         merged['close-background'] = background = type(merged['close'])()
         self._pool.add_background_stats(background)
@@ -285,39 +276,17 @@ class Closer:
             self._submit(target, name, data)
         elif (
             data is None
-            and self._untimed > 0
+            and self._inline.left > 0
             and threading.get_ident() == self._owner
         ):
             # inline and not sampled: the path most files of a fast file
-            # system take, so the shortest one
-            self._untimed -= 1
-            stat = None
-            if self._timeall:
-                # not sampled by the policy, timed for a report
-                stat = self._ownclose
-                if stat is None:
-                    stat = self._ownclose = self._book.mine()['close']
-                start = self._clock()
-            else:
-                self._untimedcount += 1
-            try:
-                self._closefn(target)
-            except FileError:
-                raise  # a FileWrite's own, which says what failed
-            except Exception as exc:
-                raise FileError(name, exc) from exc
-            finally:
-                # a failed or interrupted close is timed too
-                if stat is not None:
-                    if self._statclock:
-                        stat.since(start)  # one call (OpStat in C)
-                    else:  # a closer given its own clock (tests)
-                        stat.add(self._clock() - start)
+            # system take
+            self._inline.untimed(target, name)
         else:
             if data is not None:
                 write_into(target, name, data, self._closefn)
-            self._close_inline(target, name, self._clock(), False)
-            self._untimed = self._policy.sample_every - 1
+            self._inline.sampled(target, name, self._clock(), False)
+            self._inline.left = self._policy.sample_every - 1
         failures = self._failures
         if (
             self._handedany and self._queue.failed != failures.frompool
@@ -360,50 +329,7 @@ class Closer:
             probing = outcome is PROBE
         if data is not None:
             write_into(target, name, data, self._closefn)
-        self._close_inline(target, name, start, probing)
-
-    def _close_timed(self, target, name, stat, start):
-        """close ``target`` on this thread, its time from ``start`` added
-        to ``stat`` whether it fails or not: when it ended"""
-        try:
-            self._closefn(target)
-        except Exception as exc:
-            stat.add(self._clock() - start)
-            if isinstance(exc, FileError):
-                raise  # a FileWrite's own, which says what failed
-            raise FileError(name, exc) from exc
-        end = self._clock()
-        stat.add(end - start)
-        return end
-
-    def _close_inline(self, target, name, start, probing):
-        """close ``target`` on this thread, timed from ``start``; a probe
-        tells the policy what it measured"""
-        clock = self._clock
-        policy = self._policy
-        stat = self._book.mine()['close']
-        # closes worth sizing a pool for: is their time the closing
-        # thread's CPU (a scan on close) or a wait (a network round trip)?
-        # Not asked of cheap closes: it costs a system call each time
-        mark = None
-        if policy.wants_cpu_time(probing):
-            mark = cpu_mark()
-        # what the policy learns from is the close alone: with the system
-        # call above in it, cheap closes on a busy machine would measure
-        # slow enough to switch on their own
-        closestart = clock()
-        duration = self._close_timed(target, name, stat, start) - closestart
-        if mark is not None:
-            policy.learn_cpu(duration, cpu_demand(mark, duration))
-        if probing:
-            with self._lock:
-                policy.learn_probe(duration)
-                if not policy.background:
-                    # back inline: no more files may come to wake the
-                    # parked threads for those queued
-                    self._pool.kick()
-        elif policy.policy == ADAPTIVE and not self._stopping:
-            self._sizer.learn_inline(duration)
+        self._inline.sampled(target, name, start, probing)
 
     def holds(self, target):
         """whether ``target`` was handed over and is not closed yet"""
@@ -513,6 +439,7 @@ class Closer:
         time.monotonic()) has passed, if any"""
         with self._lock:
             self._stopping = self._sizer.stopping = True
+            self._inline.stopping = True
             self._handovers.end_run()
         return self._pool.stop(deadline)
 
@@ -531,7 +458,7 @@ class Closer:
         inline"""
         # first: should the rest fail, nothing starts a thread or takes
         # the parent's lock (the sizer's) from here on
-        self._stopping = True
+        self._stopping = self._inline.stopping = True
         self._lock = threading.Lock()
         self._book.disown()
         self._pool = self._pool.disowned()
@@ -539,13 +466,13 @@ class Closer:
             self._policy, self._pool, self._lock, self.maxqueue
         )
         self._sizer.stopping = True
+        self._inline.disown(self._pool, self._sizer, self._lock)
         self._queue = self._pool.queue
         self._poolwrites = self._pool.writes_on_threads
         self._failures.disown(self._pool)
         self._handedany = False
         self._policy.disown()
         self._owner = self._failures.owner
-        self._ownclose = None
         # no run granted goes on here; those counted so far stay counted
         counted = self._handovers.counted + self._handovers.uncounted()
         self._handovers = HandOvers(

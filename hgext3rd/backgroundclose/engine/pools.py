@@ -84,6 +84,7 @@ from .threads import (
     block_worker_signals,
     lower_own_priority,
     run_as_batch_thread,
+    take_pool_role,
 )
 
 # how often a wait wakes up to let an interrupt through, in seconds
@@ -390,6 +391,7 @@ class PythonPool:
 
     def _worker(self):
         block_worker_signals()  # first: the owner thread gets Ctrl-C
+        take_pool_role()
         run_as_batch_thread()
         lock = self._lock
         lock.acquire()

@@ -30,6 +30,23 @@ else:  # Windows: Ctrl-C reaches the main thread's waits anyway
     _WORKER_BLOCKS = None
 
 
+# what the calling thread is, recorded as it starts (never inferred from
+# which thread it is): a Python pool's thread sets ``pool``
+_role = threading.local()
+
+
+def take_pool_role():
+    """called first on a Python pool's thread: it is one from now on"""
+    _role.pool = True
+
+
+def on_pool_thread():
+    """whether the calling thread recorded that it is a Python pool's
+    (a file object's close() may run there or, where a closer closes
+    inline, on the thread that submitted it)"""
+    return getattr(_role, 'pool', False)
+
+
 def block_worker_signals():
     """called first on a thread of the closer's: a Ctrl-C then goes to the
     main thread, never to a close in progress here"""
