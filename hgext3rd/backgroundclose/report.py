@@ -60,15 +60,10 @@ class ApplyReport:
 
     def todict(self):
         """the report as bytes-keyed data for a formatter"""
-        ops = {}
-        for name in OPERATIONS + CLOSE_OPERATIONS + WRITER_OPERATIONS:
-            stat = self.ops[name]
-            ops[name.encode('ascii')] = {
-                b'count': stat.count,
-                b'seconds': stat.seconds,
-                b'mean': stat.mean,
-                b'max': stat.max,
-            }
+        ops = _ops_dict(
+            (name, self.ops[name])
+            for name in OPERATIONS + CLOSE_OPERATIONS + WRITER_OPERATIONS
+        )
         return {
             b'format': self.format,
             b'files': self.files,
@@ -77,6 +72,19 @@ class ApplyReport:
             b'ops': ops,
             b'closer': dict(self.closer),
         }
+
+
+def _ops_dict(stats):
+    """(name, OpStat) pairs as bytes-keyed data for a formatter"""
+    return {
+        name.encode('ascii'): {
+            b'count': stat.count,
+            b'seconds': stat.seconds,
+            b'mean': stat.mean,
+            b'max': stat.max,
+        }
+        for name, stat in stats
+    }
 
 
 def _rate(amount, seconds):
@@ -168,7 +176,6 @@ def write_optable(ui, rows):
 # only where a file took them
 CHECKOUT_OPERATIONS = ('mkdir', 'open', 'write', 'close', 'close-written',
                        'stat', 'core')
-_CHECKOUT_LABELS = dict(_LABELS, **{'close-written': _(b'close, writers')})
 
 
 def write_checkout_text(ui, figures):
@@ -187,7 +194,7 @@ def write_checkout_text(ui, figures):
     write_optable(
         ui,
         [
-            (_CHECKOUT_LABELS[name], ops[name])
+            (_LABELS[name], ops[name])
             for name in CHECKOUT_OPERATIONS
             if name != 'core' or ops[name].count
         ],
@@ -234,15 +241,7 @@ def _checkout_dict(figures):
         b'peak-held': figures.peakheld,
         b'dirs-created': figures.dirs_created,
         b'dirs-existing': figures.dirs_existing,
-        b'ops': {
-            name.encode('ascii'): {
-                b'count': stat.count,
-                b'seconds': stat.seconds,
-                b'mean': stat.mean,
-                b'max': stat.max,
-            }
-            for name, stat in figures.ops.items()
-        },
+        b'ops': _ops_dict(figures.ops.items()),
     }
 
 
@@ -255,11 +254,7 @@ def show_checkout(ui, figures):
         with formatter.formatter(
             ui, _ErrorStream(ui), b'backgroundclose', {b'template': b'json'}
         ) as fm:
-            fm.startitem()
-            fm.data(**{
-                k.decode('ascii'): v
-                for k, v in _checkout_dict(figures).items()
-            })
+            _item(fm, _checkout_dict(figures))
     elif style != settings.REPORT_OFF and not ui.quiet:
         write_checkout_text(ui, figures)
 
@@ -301,11 +296,17 @@ def show(ui, reports, style, opts=None):
 
 def _fill(fm, ui, reports):
     for report in reports:
-        fm.startitem()
         if fm.isplain():
+            fm.startitem()
             write_text(ui, report)
         else:
-            fm.data(**{k.decode('ascii'): v for k, v in report.todict().items()})
+            _item(fm, report.todict())
+
+
+def _item(fm, data):
+    """one item of bytes-keyed ``data`` for a formatter"""
+    fm.startitem()
+    fm.data(**{k.decode('ascii'): v for k, v in data.items()})
 
 
 def collector(repo):
