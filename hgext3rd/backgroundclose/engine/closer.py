@@ -439,7 +439,6 @@ class Closer:
         time.monotonic()) has passed, if any"""
         with self._lock:
             self._stopping = self._sizer.stopping = True
-            self._inline.stopping = True
             self._handovers.end_run()
         return self._pool.stop(deadline)
 
@@ -457,8 +456,9 @@ class Closer:
         _disown_after_fork); whatever the child still closes, it closes
         inline"""
         # first: should the rest fail, nothing starts a thread or takes
-        # the parent's lock (the sizer's) from here on
-        self._stopping = self._inline.stopping = True
+        # the parent's lock (the sizer's) from here on; the parent's sizer
+        # too, which the inline closes ask until they are given the new one
+        self._stopping = self._sizer.stopping = True
         self._lock = threading.Lock()
         self._book.disown()
         self._pool = self._pool.disowned()

@@ -43,9 +43,6 @@ class InlineCloses:
         # up: a report times every close, and the lookup costs as much as
         # the timing
         self._ownclose = None
-        # the closer is stopping (finish()) or was disowned: nothing more
-        # to size
-        self.stopping = False
 
     def disown(self, pool, sizer, lock):
         """in a forked child: the closer's new pool, sizer and lock (see
@@ -109,7 +106,7 @@ class InlineCloses:
                     # back inline: no more files may come to wake the
                     # parked threads for those queued
                     self._pool.kick()
-        elif policy.policy == ADAPTIVE and not self.stopping:
+        elif policy.policy == ADAPTIVE and not self._sizer.stopping:
             self._sizer.learn_inline(duration)
 
     def _timed(self, target, name, stat, start):
