@@ -81,6 +81,43 @@ Without the extension, the topic is core's own again:
   0
   [1]
 
+A command pays only for what it uses: Mercurial's help module, the costliest
+to load, loads in hg help, the checkout's modules in an update, and neither in
+hg status (demandimport leaves a module unrun until something in it is used):
+
+  $ cat > loaded.py <<PY
+  > import sys
+  > NAMES = ('mercurial.help', 'hgext3rd.backgroundclose.checkout',
+  >          'hgext3rd.backgroundclose.streamapply')
+  > def uisetup(ui):
+  >     def report():
+  >         for name in NAMES:
+  >             module = sys.modules.get(name)
+  >             ran = (module is not None
+  >                    and type(module).__name__ != '_LazyModule')
+  >             ui.write(b'%s %s\n' % (name.encode(), b'ran' if ran else b'-'))
+  >     ui.atexit(report)
+  > PY
+  $ hg init used
+  $ echo a > used/a
+  $ hg -R used commit -qAm a
+  $ hg -R used --config extensions.loaded=loaded.py status
+  mercurial.help -
+  hgext3rd.backgroundclose.checkout -
+  hgext3rd.backgroundclose.streamapply -
+  $ hg --config extensions.loaded=loaded.py help config.worker \
+  >   | grep -e '^    "backgroundclose"$' -e ' ran$' -e ' -$'
+      "backgroundclose"
+  mercurial.help ran
+  hgext3rd.backgroundclose.checkout -
+  hgext3rd.backgroundclose.streamapply -
+  $ hg -R used update -q null
+  $ hg -R used --config extensions.loaded=loaded.py update
+  1 files updated, 0 files merged, 0 files removed, 0 files unresolved
+  mercurial.help -
+  hgext3rd.backgroundclose.checkout ran
+  hgext3rd.backgroundclose.streamapply -
+
 hg debuginstall says whether the C close threads were built (make test
 requires them):
 

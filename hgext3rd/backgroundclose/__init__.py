@@ -113,8 +113,6 @@ value aborts before anything is written.
   command, unless given ``-T``.
 """
 
-import sys
-
 from mercurial.i18n import _
 from mercurial import (
     changegroup,
@@ -122,7 +120,6 @@ from mercurial import (
     commands,
     exchange,
     extensions,
-    help,
     merge as mergemod,
     pycompat,
     registrar,
@@ -205,39 +202,46 @@ def debuginstall(ui, fm):
 def _process_wrappers():
     """the wrappers in place for the life of the process; the seams inside
     a stream apply or a changegroup step are wrapped while it runs
-    (seams.py)"""
+    (seams.py).  Each finds its function when first called, so that a
+    command loads only the modules of the seams it reaches (a stream
+    clone never loads the checkout's)."""
+    later = seams.when_called
     wrappers = [
-        (streamclone, name, streamapply.consumer(fmt))
+        (streamclone, name, later(lambda fmt=fmt: streamapply.consumer(fmt)))
         for fmt, name in compat.STREAM_CONSUMERS
     ]
+    checked = later(lambda: settings.checked)
     wrappers.extend(
-        (container, name, settings.checked)
+        (container, name, checked)
         for container, name in (
             (exchange, 'pull'),
             (mergemod, '_update'),
         )
     )
     wrappers.append(
-        (changegroup.cg1unpacker, 'apply', settings.checked_apply)
+        (changegroup.cg1unpacker, 'apply',
+         later(lambda: settings.checked_apply))
     )
-    wrappers.append(
-        (changegroup, '_addchangegroupfiles', revlogwrite.step)
-    )
+    step = later(lambda: revlogwrite.step)
+    wrappers.append((changegroup, '_addchangegroupfiles', step))
     wrappers.extend(
-        (unpacker, '_unpackmanifests', revlogwrite.step)
+        (unpacker, '_unpackmanifests', step)
         for unpacker in compat.CHANGEGROUP_UNPACKERS
     )
     # (a stream apply wraps it again while it runs, around this one)
     wrappers.append(
-        (vfsmod, 'backgroundfilecloser', workingcopy.backgroundfilecloser)
+        (vfsmod, 'backgroundfilecloser',
+         later(lambda: workingcopy.backgroundfilecloser))
     )
-    wrappers.append((streamclone, '_makemap', malformed.makemap))
+    wrappers.append((streamclone, '_makemap', later(lambda: malformed.makemap)))
     owner = compat.batchget_owner()
     if owner is not None:
-        wrappers.append((owner, 'batchget', checkout.batchget))
+        wrappers.append((owner, 'batchget', later(lambda: checkout.batchget)))
         name = compat.applyupdates_name(owner)
         if name is not None:
-            wrappers.append((owner, name, checkoutsummary.applyupdates))
+            wrappers.append(
+                (owner, name, later(lambda: checkoutsummary.applyupdates))
+            )
     return wrappers
 
 
@@ -277,8 +281,19 @@ def extsetup(ui):
         process.remove()
         raise
     entry[1].extend(cmdutil.formatteropts)
-    help.addtopichook(b'config', confighelp.rewrite(sys.modules[__name__]))
-    extensions.wrapcommand(commands.table, b'config', confighelp.explain_unset)
+    # the settings in hg help config.worker: put in place as hg help runs,
+    # for Mercurial's help module is the costliest of all to load, and
+    # no other command needs it
+    extensions.wrapcommand(
+        commands.table,
+        b'help',
+        seams.when_called(lambda: confighelp.help_with_settings),
+    )
+    extensions.wrapcommand(
+        commands.table,
+        b'config',
+        seams.when_called(lambda: confighelp.explain_unset),
+    )
     handlers = compat.part_handlers()
     if b'stream2' in handlers:
         handlers[b'stream2'] = malformed.stream2_handler(handlers[b'stream2'])

@@ -11,9 +11,13 @@ true on Windows", which the extension changes).  One text, two places.
 And :hg:`config worker.backgroundclose` says what it being unset means."""
 
 import re
+import sys
 
 from mercurial.i18n import _, gettext
-from mercurial import pycompat
+from mercurial import (
+    help,
+    pycompat,
+)
 
 # the first entry of the extension's settings, in its help
 _FIRST_SETTING = b'``backgroundclose``\n'
@@ -33,6 +37,20 @@ def settings_text(extdoc):
         return None
     entries = extdoc[start:].rstrip(b'\n') + b'\n\n'
     return re.sub(rb'(?m)^  (?=\S)', b'    ', entries)
+
+
+def help_with_settings(orig, ui, *args, **opts):
+    """:hg:`help` (wrapped): the ``config`` topic's hook put in place
+    first, once (loading the help module only where help is shown)"""
+    if _hook not in help.helphooks.get(b'config', ()):
+        help.addtopichook(b'config', _hook)
+    return orig(ui, *args, **opts)
+
+
+def _hook(ui, topic, doc):
+    """the topic hook for ``config``: the settings from the extension's
+    own help"""
+    return rewrite(sys.modules[__package__])(ui, topic, doc)
 
 
 def rewrite(extension):

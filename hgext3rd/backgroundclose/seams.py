@@ -44,6 +44,21 @@ def bound(session, wrappers):
     ]
 
 
+def when_called(find):
+    """a wrapper that calls ``find()`` for the function to run, each time
+    it runs, not before: the extension's modules are imported lazily
+    (Mercurial's demandimport), and a module loads when something in it
+    is first looked up.  Wrapped in place from the start, a seam's module
+    so loads in the commands that reach the seam, not in every command.
+    Defined here, in a module of the package, as every wrapper of ours
+    is (``core_s_own``)."""
+
+    def wrapper(*args, **kwargs):
+        return find()(*args, **kwargs)
+
+    return wrapper
+
+
 def core_s_own(container, name):
     """the function ``container.name`` if no extension wraps it but our
     sessions' own wrappers (extensions.wrapfunction), or None: what a
