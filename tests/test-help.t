@@ -118,6 +118,18 @@ hg status (demandimport leaves a module unrun until something in it is used):
   hgext3rd.backgroundclose.checkout ran
   hgext3rd.backgroundclose.streamapply -
 
+hgweb's help pages, served by hg serve, show the extension's settings too:
+
+  $ port=`freeport`
+  $ hg serve -R used -a 127.0.0.1 -p $port -d --pid-file web.pid -E web.log
+  $ python3 -c "
+  > import urllib.request
+  > page = urllib.request.urlopen('http://127.0.0.1:$port/help/config').read()
+  > print(page.count(b'backgroundclosenative') > 0)"
+  True
+  $ kill $(cat web.pid)
+  $ cat web.log
+
 hg debuginstall says whether the C close threads were built (make test
 requires them):
 

@@ -281,13 +281,18 @@ def extsetup(ui):
         process.remove()
         raise
     entry[1].extend(cmdutil.formatteropts)
-    # the settings in hg help config.worker: put in place as hg help runs,
-    # for Mercurial's help module is the costliest of all to load, and
-    # no other command needs it
+    # the settings in hg help config.worker: put in place as hg help or
+    # hg serve (hgweb's help pages) runs, not at every command's start, for
+    # Mercurial's help module is the costliest of all to load
     extensions.wrapcommand(
         commands.table,
         b'help',
         seams.when_called(lambda: confighelp.help_with_settings),
+    )
+    extensions.wrapcommand(
+        commands.table,
+        b'serve',
+        seams.when_called(lambda: confighelp.serve_with_settings),
     )
     extensions.wrapcommand(
         commands.table,

@@ -41,10 +41,24 @@ def settings_text(extdoc):
 
 def help_with_settings(orig, ui, *args, **opts):
     """:hg:`help` (wrapped): the ``config`` topic's hook put in place
-    first, once (loading the help module only where help is shown)"""
+    first (loading the help module only where help is shown)"""
+    _put_hook_in_place()
+    return orig(ui, *args, **opts)
+
+
+def serve_with_settings(orig, ui, *args, **opts):
+    """:hg:`serve` (wrapped): the same for hgweb's help pages; not for the
+    ssh server (``--stdio``) or the command server, which show no help
+    page (a command server's :hg:`help` runs ``help_with_settings``)"""
+    if not opts.get('stdio') and not opts.get('cmdserver'):
+        _put_hook_in_place()
+    return orig(ui, *args, **opts)
+
+
+def _put_hook_in_place():
+    """once in a process"""
     if _hook not in help.helphooks.get(b'config', ()):
         help.addtopichook(b'config', _hook)
-    return orig(ui, *args, **opts)
 
 
 def _hook(ui, topic, doc):
