@@ -191,10 +191,13 @@ bench: $(STAMP) $(SHIM)
 	$(BIN)/python bench/run.py --hg $(BIN)/hg --shim $(SHIM) --files 2000
 
 # sshfs and openssh-server for tests/test-sshfs.t and make bench-realfs,
-# installed with apt-get where missing (root only); without them that test
-# is skipped, with the reason: `python3 bench/sshfs.py --check`
+# and libfuse 3's headers for the case-insensitive file system of
+# tests/test-caseless.t, installed with apt-get where missing (root only);
+# without them those tests are skipped, with the reason: `python3
+# bench/sshfs.py --check`, `python3 bench/caseless.py --check`
 realfs-deps:
 	@$(PYTHON) bench/sshfs.py --install || $(PYTHON) bench/sshfs.py --check || true
+	@$(PYTHON) bench/caseless.py --install || $(PYTHON) bench/caseless.py --check || true
 
 # every operation, configuration and modelled latency at the quick size
 bench-all: $(STAMP) $(SHIM)

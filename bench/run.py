@@ -31,6 +31,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import common  # noqa: E402
+import fusemount  # noqa: E402
 import sshfs  # noqa: E402
 
 # name -> hg arguments; the extension is enabled in the benchmark's hgrc
@@ -732,6 +733,6 @@ if __name__ == '__main__':
         # servers stopped, mounts and tmpfs undone on the way out
         sys.stderr.write('interrupted: no result written\n')
         sys.exit(130)
-    except sshfs.Terminated:
+    except fusemount.Terminated:
         sys.stderr.write('terminated: no result written\n')
         sys.exit(143)

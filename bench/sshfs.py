@@ -26,11 +26,11 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import common  # noqa: E402
+import fusemount  # noqa: E402
 
 SSHD = '/usr/sbin/sshd'
 PACKAGES = {'sshfs': 'sshfs', SSHD: 'openssh-server'}
@@ -63,50 +63,6 @@ def install():
     if not missing:
         return True
     return common.apt_install(missing) and not missing_packages()
-
-
-class Terminated(Exception):
-    """SIGTERM arrived while a mount was held"""
-
-
-def _on_sigterm(signum, frame):
-    raise Terminated()
-
-
-def _wait_for(predicate, seconds):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
-
-
-def _unmount(mountpoint):
-    for cmd in (['fusermount', '-u', mountpoint],
-                ['fusermount', '-u', '-z', mountpoint],
-                ['umount', '-l', mountpoint]):
-        if not os.path.ismount(mountpoint):
-            return
-        subprocess.call(cmd, stderr=subprocess.DEVNULL)
-        _wait_for(lambda: not os.path.ismount(mountpoint), 5)
-
-
-def _stop(pid):
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    for _ in range(100):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.05)
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 @contextlib.contextmanager
@@ -154,12 +110,12 @@ def mounted(served, mountpoint, work, options=()):
             '',
         ]))
     os.makedirs('/run/sshd', exist_ok=True)  # its privilege separation dir
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    previous = signal.signal(signal.SIGTERM, fusemount.on_sigterm)
     pid = None
     try:
         subprocess.run([SSHD, '-f', config, '-E',
                         os.path.join(work, 'sshd.log')], check=True)
-        if not _wait_for(lambda: os.path.exists(pidfile), 10):
+        if not fusemount.wait_for(lambda: os.path.exists(pidfile), 10):
             raise RuntimeError('sshd did not start (see %s)'
                                % os.path.join(work, 'sshd.log'))
         with open(pidfile) as fp:
@@ -171,47 +127,20 @@ def mounted(served, mountpoint, work, options=()):
         subprocess.run(['sshfs', '-p', str(port), '-o', ','.join(opts),
                         '%s@127.0.0.1:%s' % (user, served),
                         mountpoint], check=True)
-        if not _wait_for(lambda: os.path.ismount(mountpoint), 10):
+        if not fusemount.wait_for(lambda: os.path.ismount(mountpoint), 10):
             raise RuntimeError('sshfs did not mount %s' % mountpoint)
         yield mountpoint
     finally:
         try:
-            _unmount(mountpoint)
+            fusemount.unmount(mountpoint)
         finally:
             if pid is not None:
-                _stop(pid)
+                fusemount.stop(pid)
             signal.signal(signal.SIGTERM, previous)
 
 
-def serve(served, mountpoint, work, seconds):
-    """mount, say so in ``work``/ready, and hold the mount until SIGTERM or
-    SIGINT, or ``seconds`` at most (a test that dies leaves no mount for
-    long)"""
-    try:
-        with mounted(served, mountpoint, work):
-            with open(os.path.join(work, 'ready'), 'w') as fp:
-                fp.write('%d\n' % os.getpid())
-            time.sleep(seconds)
-    except (Terminated, KeyboardInterrupt):
-        pass
-    return 0
-
-
 def main(argv):
-    if len(argv) in (4, 5) and argv[0] == '--serve':
-        seconds = float(argv[4]) if len(argv) == 5 else 600
-        return serve(argv[1], argv[2], argv[3], seconds)
-    if argv == ['--check']:
-        why = unavailable()
-        if why:
-            print(why)
-            return 1
-        return 0
-    if argv == ['--install']:
-        return 0 if install() else 1
-    sys.stderr.write('usage: sshfs.py --check | --install | '
-                     '--serve SERVED MOUNTPOINT WORK [SECONDS]\n')
-    return 2
+    return fusemount.command(argv, 'sshfs.py', unavailable, install, mounted)
 
 
 if __name__ == '__main__':

@@ -70,3 +70,22 @@ asnew() {
   (cd "$1/.hg" && find . | grep -v '^./journal.desc$' | sort) |
     diff -u "$PRISTINE_LIST" - && echo "$1: as new"
 }
+
+# wctree DIR: each file and directory of the working copy DIR (.hg aside),
+# sorted: its name as the file system keeps it, its type and mode, where a
+# symbolic link points, and each file's md5sum; what tests compare with
+# core's working copy
+wctree() {
+  (cd "$1" && {
+    find . -path ./.hg -prune -o -type d ! -name . -printf '%p/\n' \
+      -o -type l -printf '%p -> %l\n' -o -type f -printf '%p %m\n'
+    find . -path ./.hg -prune -o -type f -exec md5sum {} +
+  } | LC_ALL=C sort)
+}
+
+# wcdirstate REPO: its dirstate without mtimes, and without whether one is
+# recorded (core leaves out those of files written in an update's last
+# second, and which those are depends on speed)
+wcdirstate() {
+  hg -R "$1" debugstate --no-dates | sed 's/ \(un\)\{0,1\}set / /' | tr -s ' '
+}

@@ -48,25 +48,15 @@ enough files for core to fork update workers:
   $ hg commit -qAm two
   $ cd ..
 
-What is compared: each file's type, mode, size and content, the dirstate
-(mtimes aside, and whether one is recorded: core leaves out those of files
-written in the update's last second, and which those are depends on
-speed), hg status and hg verify:
+What is compared (wctree and wcdirstate, from setup.sh): each file's type,
+mode and content, the dirstate (mtimes aside, and whether one is recorded:
+core leaves out those of files written in the update's last second, and
+which those are depends on speed), hg status and hg verify:
 
-  $ tree() {
-  >   (cd "$1" && {
-  >     find . -path ./.hg -prune -o -type d ! -name . -printf '%p/\n' \
-  >       -o -type l -printf '%p -> %l\n' -o -type f -printf '%p %m\n'
-  >     find . -path ./.hg -prune -o -type f -exec md5sum {} +
-  >   } | LC_ALL=C sort)
-  > }
-  $ dirstate() {
-  >   hg -R "$1" debugstate --no-dates | sed 's/ \(un\)\{0,1\}set / /' | tr -s ' '
-  > }
   $ same() {
   >   ref=${2:-core}
-  >   diff <(tree $ref) <(tree "$1") &&
-  >   diff <(dirstate $ref) <(dirstate "$1") &&
+  >   diff <(wctree $ref) <(wctree "$1") &&
+  >   diff <(wcdirstate $ref) <(wcdirstate "$1") &&
   >   hg -R "$1" status && hg -R "$1" verify -q && echo "$1: as core"
   > }
 
@@ -160,7 +150,7 @@ interrupted update, and hg update --clean recovers it:
   $ hg -R failing summary | grep -o '(interrupted update)'
   (interrupted update)
   $ hg -R failing update -q --clean
-  $ diff <(tree core) <(tree failing)
+  $ diff <(wctree core) <(wctree failing)
   $ hg -R failing status
 
 Ctrl-C midway: hg stops writing, joins its writer threads, keeps no
@@ -180,7 +170,7 @@ hg update --clean recovers:
   $ hg -R int summary | grep -o '(interrupted update)'
   (interrupted update)
   $ hg -R int update -q --clean
-  $ diff <(tree core) <(tree int)
+  $ diff <(wctree core) <(wctree int)
   $ hg -R int status
 
 With update workers, Ctrl-C reaches each of them (a terminal sends it to
@@ -220,7 +210,7 @@ keeps it to itself (the generator core abandoned is closed quietly):
   $ hg -R intf summary | grep -o '(interrupted update)'
   (interrupted update)
   $ hg -R intf update -q --clean
-  $ diff <(tree core) <(tree intf)
+  $ diff <(wctree core) <(wctree intf)
   $ hg -R intf status
 
 Turned off (worker.backgroundclosewrites=false), the checkout is core's

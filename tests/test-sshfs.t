@@ -78,14 +78,11 @@ mount, mtimes aside), clean, and it verifies:
   $ hg clone -q --stream ssh://user@dummy/src mnt/wc
   $ hg clone -q --stream ssh://user@dummy/src mnt/core \
   >   --config extensions.backgroundclose=!
-  $ dirstate() {
-  >   hg -R "$1" debugstate --no-dates | sed 's/ \(un\)\{0,1\}set / /' | tr -s ' '
-  > }
   $ for rev in null tip; do
   >   hg -R mnt/wc update -q $rev --config worker.enabled=false --debug \
   >     | grep -c '^backgroundclose: .* written by'
   >   hg -R mnt/core update -q $rev --config extensions.backgroundclose=!
-  >   diff <(dirstate mnt/core) <(dirstate mnt/wc)
+  >   diff <(wcdirstate mnt/core) <(wcdirstate mnt/wc)
   > done
   0
   1

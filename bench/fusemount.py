@@ -1,0 +1,98 @@
+# fusemount.py - what the FUSE mounts of the tests and benchmarks share
+#
+# Copyright 2026 hg-backgroundclose contributors
+#
+# This software may be used and distributed according to the terms of the
+# GNU General Public License version 2 or any later version.
+"""Holding a FUSE mount for a test, and taking it down whatever ends it.
+
+``sshfs.py`` (sshfs over an OpenSSH server on 127.0.0.1) and
+``caseless.py`` (a case-insensitive file system of our own) each give a
+``mounted()`` context manager; ``command()`` turns one into the
+``--check | --install | --serve`` command line the tests use.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+
+class Terminated(Exception):
+    """SIGTERM arrived while a mount was held"""
+
+
+def on_sigterm(signum, frame):
+    raise Terminated()
+
+
+def wait_for(predicate, seconds):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+def unmount(mountpoint):
+    for cmd in (['fusermount', '-u', mountpoint],
+                ['fusermount', '-u', '-z', mountpoint],
+                ['umount', '-l', mountpoint]):
+        if not os.path.ismount(mountpoint):
+            return
+        subprocess.call(cmd, stderr=subprocess.DEVNULL)
+        wait_for(lambda: not os.path.ismount(mountpoint), 5)
+
+
+def stop(pid):
+    """SIGTERM to ``pid`` (not our child), SIGKILL if it lingers"""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    for _ in range(100):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def serve(mounted, source, mountpoint, work, seconds):
+    """``mounted(source, mountpoint, work)``, said in ``work``/ready, held
+    until SIGTERM or SIGINT, or ``seconds`` at most (a test that dies
+    leaves no mount for long)"""
+    try:
+        with mounted(source, mountpoint, work):
+            with open(os.path.join(work, 'ready'), 'w') as fp:
+                fp.write('%d\n' % os.getpid())
+            time.sleep(seconds)
+    except (Terminated, KeyboardInterrupt):
+        pass
+    return 0
+
+
+def command(argv, name, unavailable, install, mounted):
+    """the command line of ``name``: ``--check`` prints why no mount can be
+    made here (exit 1), or nothing; ``--install`` installs what is missing;
+    ``--serve SOURCE MOUNTPOINT WORK [SECONDS]`` holds a mount"""
+    if len(argv) in (4, 5) and argv[0] == '--serve':
+        seconds = float(argv[4]) if len(argv) == 5 else 600
+        return serve(mounted, argv[1], argv[2], argv[3], seconds)
+    if argv == ['--check']:
+        why = unavailable()
+        if why:
+            print(why)
+            return 1
+        return 0
+    if argv == ['--install']:
+        return 0 if install() else 1
+    sys.stderr.write('usage: %s --check | --install | '
+                     '--serve SOURCE MOUNTPOINT WORK [SECONDS]\n' % name)
+    return 2
