@@ -141,6 +141,7 @@ from . import (
     seams,
     settings,
     streamapply,
+    updateworkers,
     workingcopy,
 )
 
@@ -241,6 +242,9 @@ def _process_wrappers():
         if name is not None:
             wrappers.append(
                 (owner, name, later(lambda: checkoutsummary.applyupdates))
+            )
+            wrappers.append(
+                (owner, name, later(lambda: updateworkers.applyupdates))
             )
     return wrappers
 
