@@ -22,10 +22,14 @@
 #include <fcntl.h>
 #include <fuse.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/time.h>
@@ -180,16 +184,29 @@ static int ci_rename(const char *from, const char *to, unsigned int flags)
 {
 	if (flags)
 		return -EINVAL;
+	char wanted[PATH_MAX];
+	const char *name = strrchr(to, '/');
+	char *slash;
+	struct stat st;
 	RESOLVE(from, realfrom);
 	RESOLVE(to, realto);
-	if (strcmp(realfrom, realto) == 0) {
-		/* the same entry under another case: take the new case */
-		char *slash = strrchr(realto, '/');
-		const char *name = strrchr(to, '/');
-		name = name ? name + 1 : to;
-		if ((size_t)(slash + 1 - realto) + strlen(name) >= PATH_MAX)
-			return -ENAMETOOLONG;
-		strcpy(slash + 1, name);
+	/* the target's name as asked for, in the directory found */
+	name = name ? name + 1 : to;
+	slash = strrchr(realto, '/');
+	if ((size_t)(slash + 1 - realto) + strlen(name) >= PATH_MAX)
+		return -ENAMETOOLONG;
+	memcpy(wanted, realto, slash + 1 - realto);
+	strcpy(wanted + (slash + 1 - realto), name);
+	if (strcmp(realfrom, realto) == 0)
+		/* the same entry under another case: it takes the new case */
+		return rename(realfrom, wanted) ? -errno : 0;
+	if (strcmp(wanted, realto) != 0 && lstat(realto, &st) == 0 &&
+	    !S_ISDIR(st.st_mode)) {
+		/* a file replaced by one named in another case: the name is
+		 * the new one's, as NTFS and APFS have it */
+		if (rename(realfrom, wanted) != 0)
+			return -errno;
+		return unlink(realto) ? -errno : 0;
 	}
 	return rename(realfrom, realto) ? -errno : 0;
 }
@@ -328,6 +345,11 @@ static const struct fuse_operations operations = {
 
 int main(int argc, char *argv[])
 {
+#ifdef __linux__
+	/* gone with the process that mounted it (caseless.py, killed): FUSE
+	 * unmounts on SIGTERM */
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+#endif
 	if (argc < 3 || realpath(argv[1], backing) == NULL) {
 		fprintf(stderr, "usage: caseless BACKING MOUNTPOINT [options]\n");
 		return 2;

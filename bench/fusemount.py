@@ -13,6 +13,7 @@
 """
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -36,14 +37,36 @@ def wait_for(predicate, seconds):
     return predicate()
 
 
+def is_mounted(mountpoint):
+    """whether a file system is mounted at ``mountpoint``: one whose FUSE
+    server died too, which ``os.path.ismount`` cannot see (the mount
+    point cannot be stat'ed then), from the kernel's table"""
+    if os.path.ismount(mountpoint):
+        return True
+    target = os.path.realpath(mountpoint)
+    try:
+        with open('/proc/self/mounts') as fp:
+            table = fp.read()
+    except OSError:
+        return False
+    for line in table.splitlines():
+        fields = line.split()
+        # the table writes a space in a path as \040
+        if len(fields) > 1 and re.sub(
+            r'\\([0-7]{3})', lambda m: chr(int(m.group(1), 8)), fields[1]
+        ) == target:
+            return True
+    return False
+
+
 def unmount(mountpoint):
     for cmd in (['fusermount', '-u', mountpoint],
                 ['fusermount', '-u', '-z', mountpoint],
                 ['umount', '-l', mountpoint]):
-        if not os.path.ismount(mountpoint):
+        if not is_mounted(mountpoint):
             return
         subprocess.call(cmd, stderr=subprocess.DEVNULL)
-        wait_for(lambda: not os.path.ismount(mountpoint), 5)
+        wait_for(lambda: not is_mounted(mountpoint), 5)
 
 
 def stop(pid):

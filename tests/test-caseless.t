@@ -49,8 +49,8 @@ made with, and Mercurial sees the file system fold case:
 
 A repository made on this test's case-sensitive disk.  Revision 1 renames
 README to readme and the directory Docs to docs (only the case changes),
-and revision 2 adds two names that differ only by case; enough files for
-core to fork update workers:
+and changes enough files for core to fork update workers between
+revisions 0 and 1; revision 2 adds two names that differ only by case:
 
   $ hg init src
   $ cd src
@@ -65,6 +65,7 @@ core to fork update workers:
   $ hg mv -q README readme
   $ hg mv -q Docs/guide.txt docs/guide.txt
   $ echo changed > readme
+  $ for i in $(seq 1 300); do echo "more $i" >> deep/f$i; done
   $ rm link
   $ ln -s readme link
   $ hg commit -qAm two
@@ -97,13 +98,13 @@ becomes readme and Docs becomes docs on the file system itself:
   3 forked: as core
   3 single: as core
 
-The writers wrote the checkout (the symbolic link is core's), in the
-update workers and without them:
+The writers wrote the checkout (the symbolic link is core's): in update
+workers from revision 0 to 1 (the renames, as in the loop above), and
+without them from the null revision:
 
-  $ hg -R mnt/forked update -q null
   $ hg -R mnt/forked update 1 --debug --config worker.numcpus=4 \
   >   | grep '^backgroundclose:'
-  backgroundclose: 304 checkout files, 303 written by * writer threads in 4 workers (glob)
+  backgroundclose: 303 checkout files, 302 written by * writer threads in 4 workers (glob)
   $ hg -R mnt/single update -q null
   $ hg -R mnt/single update 1 --debug --config worker.enabled=false \
   >   | grep '^backgroundclose:'
@@ -157,6 +158,10 @@ revision 1:
   $ ls backing/forked backing/single | grep -ci collide
   0
   [1]
+  $ hg -R mnt/forked log -r . -T '{rev}\n'
+  1
+  $ hg -R mnt/single log -r . -T '{rev}\n'
+  1
   $ same forked && same single
   forked: as core
   single: as core
@@ -185,3 +190,4 @@ data/collide.i), and the clone verifies:
   $ wait
   $ mountpoint -q mnt || echo unmounted
   unmounted
+  $ cat fs.log fs/caseless.log

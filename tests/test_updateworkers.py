@@ -1,9 +1,7 @@
 # an update's forked workers given whole directories (updateworkers.py)
-import threading
-
 from hypothesis import given, settings, strategies as st
 
-from hgext3rd.backgroundclose import updateworkers
+from hgext3rd.backgroundclose import compat, updateworkers
 
 
 def actions(paths):
@@ -43,58 +41,82 @@ def test_a_directory_larger_than_the_slack_is_cut_at_the_even_share():
     assert [len(run) for run in slices(paths, 4)] == [25, 25, 25, 25]
 
 
-def test_core_s_partition_outside_an_update():
+def core_s(function):
+    """``function`` as if it were core's own ``worker.partition``"""
+    function.__module__ = 'mercurial.worker'
+    return function
+
+
+@core_s
+def one_in_n(items, nslices):
+    return (items[i::nslices] for i in range(nslices))
+
+
+def paths_of(runs):
+    return [[a[0] for a in run] for run in runs]
+
+
+def test_a_marked_list_is_cut_by_directory_any_other_as_core_does():
+    items = actions([b'a/1', b'a/2', b'b/1', b'b/2'])
+    marked = updateworkers.DirectoryRuns(items)
+    assert paths_of(updateworkers.partition(one_in_n, marked, 2)) == [
+        [b'a/1', b'a/2'], [b'b/1', b'b/2']]
+    assert paths_of(updateworkers.partition(one_in_n, items, 2)) == [
+        [b'a/1', b'b/1'], [b'a/2', b'b/2']]
+    # what else core's workers get (lfs's blobs to fetch, during an
+    # update too) goes to core's partition, whatever it holds
+    blobs = [{b'oid': b'%d' % i, b'size': i} for i in range(5)]
+    assert list(updateworkers.partition(one_in_n, blobs, 2)) == [
+        blobs[0::2], blobs[1::2]]
+
+
+def test_another_extension_s_partition_is_left_alone():
     calls = []
 
-    def core(items, nslices):
-        calls.append(nslices)
-        return iter([items])
+    def theirs(items, nslices):
+        calls.append(type(items))
+        return iter([list(items)])
 
-    items = actions([b'a/1', b'b/2'])
-    assert list(updateworkers.partition(core, items, 2)) == [items]
-    assert calls == [2]
+    marked = updateworkers.DirectoryRuns(actions([b'a/1', b'b/1']))
+    assert len(list(updateworkers.partition(theirs, marked, 2))) == 1
+    assert calls == [updateworkers.DirectoryRuns]
 
 
-def test_by_directory_while_this_thread_applies_an_update_only():
-    def core(items, nslices):
-        return (items[i::nslices] for i in range(nslices))
+class FakeUI:
+    def __init__(self, writes=None):
+        self.writes = writes
 
-    items = actions([b'a/1', b'a/2', b'b/1', b'b/2'])
-    seen = {}
-    inside = threading.Event()
-    leave = threading.Event()
+    def config(self, section, name, default=None):
+        if (section, name) == (b'worker', b'backgroundclosewrites'):
+            return self.writes
+        return default
 
-    def other_thread():
-        inside.wait()
-        seen['other'] = list(updateworkers.partition(core, items, 2))
-        leave.set()
+    def configbool(self, section, name, default=None):
+        return self.config(section, name, default) in (b'true', b'yes')
 
-    def apply_updates(repo):
-        seen['update'] = list(updateworkers.partition(core, items, 2))
-        inside.set()
-        leave.wait(10)
 
-    class ui:
-        @staticmethod
-        def config(section, name, default=None):
-            return None
+def given_to_core(func, ui):
+    """what core's worker.worker is given, through the wrapper"""
+    seen = []
 
-        configbool = config
+    def worker(ui, cost, func, staticargs, args, **kwargs):
+        seen.append(type(args))
+        return iter(())
 
-    class repo:
-        pass
+    updateworkers.run_workers(worker, ui, 0.001, func, (), [(b'a', (), b'')],
+                              hasretval=True)
+    return seen[0]
 
-    repo.ui = ui
-    thread = threading.Thread(target=other_thread)
-    thread.start()
-    updateworkers.applyupdates(apply_updates, repo)
-    thread.join()
-    assert [[a[0] for a in run] for run in seen['update']] == [
-        [b'a/1', b'a/2'], [b'b/1', b'b/2']]
-    assert [[a[0] for a in run] for run in seen['other']] == [
-        [b'a/1', b'b/1'], [b'a/2', b'b/2']]
-    # and after it, core's again
-    assert list(updateworkers.partition(core, items, 2)) == seen['other']
+
+def test_only_an_update_s_removals_and_gets_are_marked():
+    owner = compat.batchget_owner()
+    marked = updateworkers.DirectoryRuns
+    assert given_to_core(owner.batchget, FakeUI()) is marked
+    assert given_to_core(owner.batchremove, FakeUI(b'true')) is marked
+    # the writers turned off: the checkout is core's, all of it
+    assert given_to_core(owner.batchget, FakeUI(b'false')) is list
+    # anything else core's workers run (lfs's transfers, hg fix)
+    assert given_to_core(lambda *args: None, FakeUI()) is list
 
 
 paths = st.lists(
