@@ -80,3 +80,23 @@ Either way, the working copy is the revision's:
   $ hg -R wc status
   $ hg -R wc files | wc -l
   480
+
+Only an update's own lists are cut by directory: lfs fetches the blobs of
+a checkout through core's workers too, during the update, and they go to
+core's partition.  A clone over http from a server this test starts,
+whose six blobs four workers download:
+
+  $ hg init lfs --config extensions.lfs= --config lfs.track='all()'
+  $ for i in 1 2 3 4 5 6; do echo "blob $i" > lfs/b$i; done
+  $ hg -R lfs commit -qAm blobs --config extensions.lfs= --config lfs.track='all()'
+  $ port=$(freeport)
+  $ hg -R lfs serve -d -p $port -a 127.0.0.1 --pid-file hg.pid -E err.log \
+  >   --config extensions.lfs=
+  $ hg clone -q http://127.0.0.1:$port/ lfsclone --config extensions.lfs= \
+  >   --config lfs.usercache=$PWD/usercache --config worker.numcpus=4 \
+  >   --debug | grep -c '^lfs: downloading'
+  6
+  $ cat lfsclone/b6
+  blob 6
+  $ kill $(cat hg.pid)
+  $ cat err.log
