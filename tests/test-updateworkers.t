@@ -50,8 +50,7 @@ by more than one worker, and into how many workers the update was split:
   $ hg -R src commit -qAm files
   $ hg clone -q -U src wc
   $ shared() {
-  >   rm -rf record && mkdir record
-  >   RECORD=$PWD/record hg -R wc update -q null
+  >   hg -R wc update -q null
   >   rm -rf record && mkdir record
   >   RECORD=$PWD/record hg -R wc update -q tip --config worker.numcpus=4 \
   >     --config extensions.record=$PWD/record.py "$@"
