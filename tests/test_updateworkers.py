@@ -1,5 +1,6 @@
 # an update's forked workers given whole directories (updateworkers.py)
 from hypothesis import given, settings, strategies as st
+from mercurial import ui as uimod
 
 from hgext3rd.backgroundclose import compat, updateworkers
 
@@ -82,17 +83,13 @@ def test_another_extension_s_partition_is_left_alone():
     assert calls == [updateworkers.DirectoryRuns]
 
 
-class FakeUI:
-    def __init__(self, writes=None):
-        self.writes = writes
-
-    def config(self, section, name, default=None):
-        if (section, name) == (b'worker', b'backgroundclosewrites'):
-            return self.writes
-        return default
-
-    def configbool(self, section, name, default=None):
-        return self.config(section, name, default) in (b'true', b'yes')
+def ui_with(writes=None):
+    """a ui with ``worker.backgroundclosewrites`` set to ``writes``, if
+    given"""
+    ui = uimod.ui()
+    if writes is not None:
+        ui.setconfig(b'worker', b'backgroundclosewrites', writes, b'test')
+    return ui
 
 
 def given_to_core(func, ui):
@@ -111,12 +108,12 @@ def given_to_core(func, ui):
 def test_only_an_update_s_removals_and_gets_are_marked():
     owner = compat.batchget_owner()
     marked = updateworkers.DirectoryRuns
-    assert given_to_core(owner.batchget, FakeUI()) is marked
-    assert given_to_core(owner.batchremove, FakeUI(b'true')) is marked
+    assert given_to_core(owner.batchget, ui_with()) is marked
+    assert given_to_core(owner.batchremove, ui_with(b'true')) is marked
     # the writers turned off: the checkout is core's, all of it
-    assert given_to_core(owner.batchget, FakeUI(b'false')) is list
+    assert given_to_core(owner.batchget, ui_with(b'false')) is list
     # anything else core's workers run (lfs's transfers, hg fix)
-    assert given_to_core(lambda *args: None, FakeUI()) is list
+    assert given_to_core(lambda *args: None, ui_with()) is list
 
 
 paths = st.lists(
