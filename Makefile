@@ -110,10 +110,10 @@ test-matrix:
 # release, and on the newest Python with the newest release, each in its own
 # virtualenv from pyenv's builds.  With make test (the default Python, the
 # newest release) that runs both ends of the supported releases and of the
-# Python versions, each once, in three runs of the suite instead of four
-# (make test-oldest and make test-matrix run the releases on the default
-# Python).  A Python that pyenv does not have is said, and its release runs
-# on the default Python instead.
+# Python versions in three runs of the suite instead of four (make
+# test-oldest and make test-matrix run the releases on the default Python).
+# A Python that pyenv does not have is said, and its release runs on the
+# default Python instead, unless make test runs that release already.
 NEWEST := $(lastword $(MATRIX))
 PYTHON_RELEASES ?= 3.9:$(OLDEST) 3.13:$(NEWEST)
 PYENV_VERSIONS := $(shell pyenv root 2>/dev/null || echo $(HOME)/.pyenv)/versions
@@ -122,7 +122,11 @@ test-python:
 		v=$${pair%%:*}; hg=$${pair#*:}; \
 		py=$$(ls -d $(PYENV_VERSIONS)/$$v.*/bin/python3 2>/dev/null \
 			| sort -V | tail -1); \
-		if [ -z "$$py" ]; then \
+		if [ -z "$$py" ] && [ "$$hg" = "$(HG_VERSION)" ]; then \
+			echo "=== Python $$v: skipped, pyenv has no such build" \
+				"(make test runs Mercurial $$hg)"; \
+			continue; \
+		elif [ -z "$$py" ]; then \
 			echo "=== Python $$v: pyenv has no such build;" \
 				"Mercurial $$hg on the default Python"; \
 			$(MAKE) --no-print-directory test HG_VERSION=$$hg \

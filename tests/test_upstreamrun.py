@@ -11,52 +11,70 @@ run = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(run)
 
 TESTS = ['test-a.t', 'test-b.t', 'test-c.t', 'test-d.t']
+CASES = {
+    'test-a.t': ['test-a.t'],
+    'test-b.t': ['test-b.t#v1', 'test-b.t#v2'],
+    'test-c.t': ['test-c.t'],
+    'test-d.t': ['test-d.t'],
+}
+PASS = {'result': 'success'}
+FAIL = {'result': 'failure', 'diff': '@@ -1 +1 @@\n-expected\n+actual\n'}
+
+
+def test_case_names_are_those_run_tests_gives(tmp_path):
+    path = tmp_path / 'test-x.t'
+    path.write_bytes(b'#testcases b a\n  $ true\n#testcases one two\n')
+    assert run.cases_of(str(path)) == [
+        'test-x.t#a#one', 'test-x.t#a#two', 'test-x.t#b#one', 'test-x.t#b#two']
+    path.write_bytes(b'  $ true\n')
+    assert run.cases_of(str(path)) == ['test-x.t']
 
 
 def test_only_tests_not_passing_everywhere_are_run_without_the_extension():
     ext = {
-        'test-a.t': {'result': 'success'},
-        'test-b.t#v1': {'result': 'success'},
-        'test-b.t#v2': {'result': 'failure', 'diff': ''},
-        'test-c.t': {'result': 'skipped'},
+        'test-a.t': PASS,
+        'test-b.t#v1': PASS,
+        'test-b.t#v2': FAIL,
+        'test-c.t': {'result': 'skip'},
         # test-d.t is missing: run-tests.py never ran it
     }
-    assert run.not_passing(TESTS, [ext]) == ['test-b.t', 'test-c.t',
-                                             'test-d.t']
+    assert run.not_passing(TESTS, CASES, [ext]) == [
+        'test-b.t', 'test-c.t', 'test-d.t']
     # a failure in a second configuration counts too
-    other = dict(ext, **{'test-a.t': {'result': 'failure', 'diff': ''}})
-    assert run.not_passing(TESTS, [ext, other]) == TESTS
-    everything = {t: {'result': 'success'} for t in TESTS}
-    assert run.not_passing(TESTS, [everything]) == []
+    other = dict(ext, **{'test-a.t': FAIL})
+    assert run.not_passing(TESTS, CASES, [ext, other]) == TESTS
+    everything = {c: PASS for t in TESTS for c in CASES[t]}
+    assert run.not_passing(TESTS, CASES, [everything]) == []
+    # a case that ended in an error is left out of the report, while the
+    # other cases of its test passed
+    errored = dict(everything)
+    del errored['test-b.t#v2']
+    assert run.not_passing(TESTS, CASES, [errored]) == ['test-b.t']
 
 
 def test_a_failure_with_the_extension_is_judged_against_the_real_run():
-    ext = {
-        'test-a.t': {'result': 'success'},
-        'test-b.t#v1': {'result': 'success'},
-        'test-b.t#v2': {'result': 'failure',
-                        'diff': '@@ -1 +1 @@\n-expected\n+actual\n'},
-    }
-    core = {
-        'test-b.t#v1': {'result': 'success'},
-        'test-b.t#v2': {'result': 'success'},
-    }
-    base = dict(run.taken_as_passing(core, [ext]), **core)
-    assert base['test-a.t'] == {'result': 'success'}
+    ext = {'test-a.t': PASS, 'test-b.t#v1': PASS, 'test-b.t#v2': FAIL}
+    core = {'test-b.t#v1': PASS, 'test-b.t#v2': PASS}
+    base = {**run.taken_as_passing(['test-b.t'], [ext]), **core}
+    assert base['test-a.t'] == PASS
     differences, allowed, unjudged = run.compare(base, ext, [])
     assert [(t, what) for t, what, _lines in differences] == [
         ('test-b.t#v2', 'output differs')]
     assert unjudged == []
     # the same failure without the extension is not the extension's
-    core['test-b.t#v2'] = dict(ext['test-b.t#v2'])
-    base = dict(run.taken_as_passing(core, [ext]), **core)
+    core['test-b.t#v2'] = dict(FAIL)
+    base = {**run.taken_as_passing(['test-b.t'], [ext]), **core}
     differences, allowed, unjudged = run.compare(base, ext, [])
     assert differences == [] and unjudged == ['test-b.t#v2']
 
 
-def test_what_the_run_without_the_extension_covers_is_not_overridden():
-    core = {'test-c.t': {'result': 'skipped'}}
-    ext = {'test-a.t': {'result': 'success'},
-           'test-c.t': {'result': 'skipped'}}
-    assumed = run.taken_as_passing(core, [ext])
-    assert assumed == {'test-a.t': {'result': 'success'}}
+def test_nothing_is_taken_as_passing_for_a_test_run_without_the_extension():
+    # test-b.t ran without the extension, and its first case ended in an
+    # error there: that is a difference, not a pass
+    ext = {'test-a.t': PASS, 'test-b.t#v1': PASS, 'test-b.t#v2': FAIL}
+    core = {'test-b.t#v2': PASS}
+    assumed = run.taken_as_passing(['test-b.t'], [ext])
+    assert assumed == {'test-a.t': PASS}
+    differences, _allowed, _unjudged = run.compare(
+        {**assumed, **core}, ext, [])
+    assert ('test-b.t#v1', 'missing without, success with', ()) in differences
