@@ -78,3 +78,34 @@ def test_nothing_is_taken_as_passing_for_a_test_run_without_the_extension():
     differences, _allowed, _unjudged = run.compare(
         {**assumed, **core}, ext, [])
     assert ('test-b.t#v1', 'missing without, success with', ()) in differences
+
+
+def test_a_failure_the_allowlist_expects_needs_no_run_without_the_extension(
+    tmp_path
+):
+    allowlist = tmp_path / 'allowlist.txt'
+    allowlist.write_text(
+        'test-b.t#*: the extension prints its report\n'
+        '| +report line * (glob)\n')
+    entries = run.read_allowlist(str(allowlist))
+    expected = {'result': 'failure',
+                'diff': '@@ -1 +1,2 @@\n context\n+report line 1\n'}
+    other = {'result': 'failure',
+             'diff': '@@ -1 +1,2 @@\n context\n+report line 1\n'
+                     '@@ -9 +10 @@\n-expected\n+actual\n'}
+    ext = {c: PASS for t in TESTS for c in CASES[t]}
+    ext['test-b.t#v2'] = expected
+    assert run.not_passing(TESTS, CASES, [ext], entries) == []
+    # the allowed failure is then judged allowed, as with a real run
+    base = run.taken_as_passing([], [ext])
+    differences, allowed, unjudged = run.compare(base, ext, entries)
+    assert differences == [] and len(allowed) == 1
+    # a hunk the allowlist does not expect still needs the real run
+    ext['test-b.t#v2'] = other
+    assert run.not_passing(TESTS, CASES, [ext], entries) == ['test-b.t']
+    # and so does a failure without any hunk (an exit code, a time-out)
+    ext['test-b.t#v2'] = {'result': 'failure', 'diff': ''}
+    assert run.not_passing(TESTS, CASES, [ext], entries) == ['test-b.t']
+    # and an error, which leaves the case out of the report
+    del ext['test-b.t#v2']
+    assert run.not_passing(TESTS, CASES, [ext], entries) == ['test-b.t']
