@@ -24,10 +24,21 @@ FAIL = {'result': 'failure', 'diff': '@@ -1 +1 @@\n-expected\n+actual\n'}
 def test_case_names_are_those_run_tests_gives(tmp_path):
     path = tmp_path / 'test-x.t'
     path.write_bytes(b'#testcases b a\n  $ true\n#testcases one two\n')
-    assert run.cases_of(str(path)) == [
+    assert run.cases_of(str(tmp_path), 'test-x.t') == [
         'test-x.t#a#one', 'test-x.t#a#two', 'test-x.t#b#one', 'test-x.t#b#two']
+    # an entry may name one case, which this release may not have
+    assert run.cases_of(str(tmp_path), 'test-x.t#b#one') == ['test-x.t#b#one']
+    assert run.cases_of(str(tmp_path), 'test-x.t#b') == []
+    assert run.cases_of(str(tmp_path), 'test-y.t') == []
     path.write_bytes(b'  $ true\n')
-    assert run.cases_of(str(path)) == ['test-x.t']
+    assert run.cases_of(str(tmp_path), 'test-x.t') == ['test-x.t']
+
+
+def test_a_list_names_tests_and_cases_beside_comments(tmp_path):
+    path = tmp_path / 'list.txt'
+    path.write_text('# a comment\ntest-a.t\ntest-b.t#v1  # one case\n'
+                    '\n   # another\n')
+    assert run.read_list(str(path)) == ['test-a.t', 'test-b.t#v1']
 
 
 def test_only_tests_not_passing_everywhere_are_run_without_the_extension():
@@ -109,3 +120,12 @@ def test_a_failure_the_allowlist_expects_needs_no_run_without_the_extension(
     # and an error, which leaves the case out of the report
     del ext['test-b.t#v2']
     assert run.not_passing(TESTS, CASES, [ext], entries) == ['test-b.t']
+
+
+def test_a_case_run_without_the_extension_is_not_taken_as_passing():
+    ext = {'test-a.t': PASS, 'test-b.t#v1': PASS, 'test-b.t#v2': FAIL}
+    # the list named test-b.t#v2 alone, and it ran without the extension
+    assert run.taken_as_passing(['test-b.t#v2'], [ext]) == {
+        'test-a.t': PASS, 'test-b.t#v1': PASS}
+    assert run.covers('test-b.t', 'test-b.t#v2')
+    assert not run.covers('test-b.t#v1', 'test-b.t#v2')

@@ -40,6 +40,7 @@ import argparse
 import fnmatch
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -62,11 +63,14 @@ SHIMMED = {'ext-slow': '700'}
 
 
 def read_list(path):
-    """test names from a list file: one a line, # comments"""
+    """the entries of a list file, one a line: a test (``test-x.t``) or one
+    case of it as run-tests.py names it (``test-x.t#a#b``, every dimension
+    of its ``#testcases``); a ``#`` at the start of a line or after a blank
+    starts a comment"""
     names = []
     with open(path) as fp:
         for line in fp:
-            line = line.split('#', 1)[0].strip()
+            line = re.split(r'(?:^|\s)#', line, 1)[0].strip()
             if line:
                 names.append(line)
     return names
@@ -212,20 +216,25 @@ def run_config(args, name, tests, outdir):
     return load_report(outdir), elapsed
 
 
-def reuse(outdir, tests):
-    """an earlier report in ``outdir`` that covers exactly ``tests``"""
+def reuse(outdir, cases):
+    """an earlier report in ``outdir`` of exactly the test cases ``cases``"""
     if not os.path.exists(os.path.join(outdir, 'report.json')):
         return None
     report = load_report(outdir)
-    if {name.split('#', 1)[0] for name in report} != set(tests):
+    if set(report) != set(cases):
         return None
     return report
 
 
-def cases_of(path):
-    """the names run-tests.py gives the cases of the test file ``path``:
-    one per combination of its ``#testcases`` lines, or the file's name"""
-    names = [os.path.basename(path)]
+def cases_of(testdir, entry):
+    """the names run-tests.py gives the cases a list entry stands for: one
+    per combination of the test file's ``#testcases`` lines, or the file's
+    name; none where this release has no such file or case"""
+    test = entry.split('#', 1)[0]
+    path = os.path.join(testdir, test)
+    if not os.path.exists(path):
+        return []
+    names = [test]
     with open(path, 'rb') as fp:
         for line in fp:
             if line.startswith(b'#testcases '):
@@ -234,7 +243,14 @@ def cases_of(path):
                     for name in names
                     for case in sorted(line[len(b'#testcases '):].split())
                 ]
+    if entry != test:
+        return [name for name in names if name == entry]
     return names
+
+
+def covers(entry, case):
+    """whether the list entry ``entry`` stands for the test case ``case``"""
+    return case == entry or case.split('#', 1)[0] == entry
 
 
 def allowed_only(case, result, allowlist):
@@ -270,12 +286,12 @@ def not_passing(tests, cases, reports, allowlist=()):
 
 def taken_as_passing(ran, reports):
     """a passing result without the extension for every test case in
-    ``reports`` whose test was not among those run without it (``ran``)"""
+    ``reports`` that no list entry run without it (``ran``) stands for"""
     return {
         case: {'result': 'success'}
         for report in reports
         for case in report
-        if case.split('#', 1)[0] not in ran
+        if not any(covers(entry, case) for entry in ran)
     }
 
 
@@ -371,7 +387,8 @@ def main():
         parser.error('--shim is needed for %s' % ', '.join(SHIMMED))
     testdir = os.path.join(args.source, 'tests')
     wanted = read_list(args.tests)
-    tests = [t for t in wanted if os.path.exists(os.path.join(testdir, t))]
+    cases = {t: cases_of(testdir, t) for t in wanted}
+    tests = [t for t in wanted if cases[t]]
     absent = [t for t in wanted if t not in tests]
     allowlist = read_allowlist(args.allowlist)
 
@@ -384,16 +401,14 @@ def main():
         these = tests
         if name == 'core' and args.core_where_needed:
             these = core_tests = not_passing(
-                tests,
-                {t: cases_of(os.path.join(testdir, t)) for t in tests},
-                [reports[c] for c in configs], allowlist)
+                tests, cases, [reports[c] for c in configs], allowlist)
             if not these:
                 print('=== core: not run, every test passed with the '
                       'extension')
                 reports[name], timings[name] = {}, 0.0
                 continue
         elif name == 'core' and args.reuse_core:
-            earlier = reuse(outdir, tests)
+            earlier = reuse(outdir, [c for t in tests for c in cases[t]])
             if earlier is not None:
                 print('=== core: the run of %s reused' % outdir)
                 reports[name], timings[name] = earlier, 0.0
