@@ -144,7 +144,7 @@ test-python:
 # tests/upstream/allowlist.txt fails.  The whole list (142 tests of 7.2.4)
 # takes over an hour per configuration on 2 cores, so CI runs
 # test-upstream-ci instead: the 15 most relevant, with the extension as
-# users get it (about 15 minutes), then without it only those that did not
+# users get it (about 12 minutes), then without it only those that did not
 # pass with it (run.py --core-where-needed).
 UPSTREAM_LIST ?= tests/upstream/tests.txt
 UPSTREAM_CONFIGS ?= ext,ext-background,ext-slow
