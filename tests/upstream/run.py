@@ -32,8 +32,9 @@ not pass in all of them, a failure made only of allowed hunks counting as a
 pass.  Such a test case is taken to pass without the extension: the full
 comparison could not have judged it otherwise (a case that fails without the
 extension is not judged, and one skipped on one side only would need a
-machine feature the extension does not change).  When everything passes, that saves the run without the extension:
-half the time with one configuration.
+machine feature the extension does not change).  When everything passes,
+that saves the run without the extension: half the time with one
+configuration.
 """
 
 import argparse
@@ -253,6 +254,11 @@ def covers(entry, case):
     return case == entry or case.split('#', 1)[0] == entry
 
 
+def expected(allowlist, case, hunk):
+    """the allowlist entry that expects ``hunk`` in ``case``, or None"""
+    return next((e for e in allowlist if e.matches(case, hunk)), None)
+
+
 def allowed_only(case, result, allowlist):
     """whether ``result`` is a failure of ``case`` whose every hunk is one
     the allowlist expects of the extension"""
@@ -260,8 +266,7 @@ def allowed_only(case, result, allowlist):
         return False
     found = hunks(result.get('diff', ''))
     return bool(found) and all(
-        any(entry.matches(case, hunk) for entry in allowlist)
-        for hunk in found
+        expected(allowlist, case, hunk) is not None for hunk in found
     )
 
 
@@ -328,9 +333,7 @@ def compare(base, other, allowlist):
                                     .strip()[:200], ()))
                 continue
             for hunk in new:
-                entry = next(
-                    (e for e in allowlist if e.matches(test, hunk)), None
-                )
+                entry = expected(allowlist, test, hunk)
                 if entry is None:
                     differences.append((test, 'output differs', hunk))
                 else:
