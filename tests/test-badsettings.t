@@ -1,9 +1,10 @@
-A bad setting aborts before anything is written
-===============================================
+A bad setting is refused before anything is written
+===================================================
 
 Every command that closes files through the extension checks the
-[worker] settings before it writes: one "abort:" naming the setting, and
-the repositories as they were.
+[worker] settings before it writes: one "config error:" naming the
+setting and quoting the value, as core says of its own settings, the same
+hint on every one, and the repositories as they were.
 
   $ . "$TESTDIR/setup.sh"
   $ makerepo src 300
@@ -22,29 +23,29 @@ summary" as before, no "interrupted update":
   >   ls wc
   >   hg -R wc summary | grep -i 'interrupted\|parent'
   > done
-  abort: worker.backgroundclosethreshold is not a valid integer ('fast')
+  config error: worker.backgroundclosethreshold is not a valid number ('fast')
   (see "hg help -e backgroundclose")
   exit 255
   parent: -1:000000000000  (no revision checked out)
-  abort: worker.backgroundclosethreshold is not a valid integer ('fast')
+  config error: worker.backgroundclosethreshold is not a valid number ('fast')
   (see "hg help -e backgroundclose")
   exit 255
   parent: -1:000000000000  (no revision checked out)
   $ hg -R wc update -q 0
   $ hg -R wc status --all | sort > before
   $ hg -R wc update tip $bad --config worker.backgroundclose=yes
-  abort: worker.backgroundclosethreshold is not a valid integer ('fast')
+  config error: worker.backgroundclosethreshold is not a valid number ('fast')
   (see "hg help -e backgroundclose")
   [255]
   $ hg -R wc status --all | sort | cmp - before && echo "wc: as before"
   wc: as before
   $ hg -R wc summary | grep -i 'interrupted\|parent'
-  parent: 0:* (glob)
+  parent: 0:c87d6fa628c6 
 
 The same for hg merge, which updates the working directory too:
 
   $ hg -R wc merge tip $bad
-  abort: worker.backgroundclosethreshold is not a valid integer ('fast')
+  config error: worker.backgroundclosethreshold is not a valid number ('fast')
   (see "hg help -e backgroundclose")
   [255]
   $ hg -R wc status --all | sort | cmp - before && echo "wc: as before"
@@ -56,31 +57,31 @@ the repository as new, no clone left behind:
 
   $ hg init target
   $ hg -R target unbundle cg.hg $bad
-  abort: worker.backgroundclosethreshold is not a valid integer ('fast')
+  config error: worker.backgroundclosethreshold is not a valid number ('fast')
   (see "hg help -e backgroundclose")
   [255]
   $ asnew target
   target: as new
   $ hg -R target unbundle stream.hg $bad
-  abort: worker.backgroundclosethreshold is not a valid integer ('fast')
+  config error: worker.backgroundclosethreshold is not a valid number ('fast')
   (see "hg help -e backgroundclose")
   [255]
   $ asnew target
   target: as new
   $ hg -R target pull -q src $bad
-  abort: worker.backgroundclosethreshold is not a valid integer ('fast')
+  config error: worker.backgroundclosethreshold is not a valid number ('fast')
   (see "hg help -e backgroundclose")
   [255]
   $ asnew target
   target: as new
   $ hg -R target pull -q ssh://user@dummy/src $bad
-  abort: worker.backgroundclosethreshold is not a valid integer ('fast')
+  config error: worker.backgroundclosethreshold is not a valid number ('fast')
   (see "hg help -e backgroundclose")
   [255]
   $ asnew target
   target: as new
   $ hg clone -q --stream ssh://user@dummy/src streamed $bad
-  abort: worker.backgroundclosethreshold is not a valid integer ('fast')
+  config error: worker.backgroundclosethreshold is not a valid number ('fast')
   (see "hg help -e backgroundclose")
   [255]
   $ ls
@@ -91,23 +92,88 @@ the repository as new, no clone left behind:
   target
   wc
 
-Other bad values are caught the same way, each naming its setting:
+Other bad values are caught the same way, each naming its setting; every
+count has a maximum, checked before a thread starts, and an empty value is
+quoted as such:
 
   $ for setting in backgroundclosethreadcount=0 backgroundclosemaxqueue=-1 \
   >     backgroundclosenative=perhaps backgroundclosejournal=often \
-  >     backgroundclosereport=maybe; do
+  >     backgroundclosereport=maybe backgroundclosereport=jsn \
+  >     backgroundclosethreadcount=99999999999 \
+  >     backgroundclosethreadcount=100000 \
+  >     backgroundclosemaxthreadcount=257 backgroundclosemaxqueue=65537 \
+  >     backgroundcloseminfilecount=1000000001 \
+  >     backgroundclosethreshold=1000001 backgroundclosethreshold=nan \
+  >     backgroundclose=yess backgroundclose= backgroundclosepolicy=auto-ish \
+  >     backgroundclosepolicy=; do
   >   hg -R target unbundle -q cg.hg --config worker.$setting
   >   asnew target > /dev/null || echo "target: changed"
   > done
-  abort: worker.backgroundclosethreadcount must be a positive integer, not 0
+  config error: worker.backgroundclosethreadcount must be from 1 to 256 ('0')
   (see "hg help -e backgroundclose")
-  abort: worker.backgroundclosemaxqueue must be a positive integer, not -1
+  config error: worker.backgroundclosemaxqueue must be from 1 to 65536 ('-1')
   (see "hg help -e backgroundclose")
-  abort: worker.backgroundclosenative is not a boolean ('perhaps')
+  config error: worker.backgroundclosenative is not a boolean ('perhaps')
   (see "hg help -e backgroundclose")
-  abort: worker.backgroundclosejournal is not a boolean ('often')
+  config error: worker.backgroundclosejournal is not a boolean ('often')
   (see "hg help -e backgroundclose")
-  abort: worker.backgroundclosereport must be a boolean or "json", not maybe
+  config error: worker.backgroundclosereport is not a boolean or json ('maybe')
+  (see "hg help -e backgroundclose")
+  config error: worker.backgroundclosereport is not a boolean or json ('jsn')
+  (see "hg help -e backgroundclose")
+  config error: worker.backgroundclosethreadcount must be from 1 to 256 ('99999999999')
+  (see "hg help -e backgroundclose")
+  config error: worker.backgroundclosethreadcount must be from 1 to 256 ('100000')
+  (see "hg help -e backgroundclose")
+  config error: worker.backgroundclosemaxthreadcount must be from 1 to 256 ('257')
+  (see "hg help -e backgroundclose")
+  config error: worker.backgroundclosemaxqueue must be from 1 to 65536 ('65537')
+  (see "hg help -e backgroundclose")
+  config error: worker.backgroundcloseminfilecount must be from 0 to 1000000000 ('1000000001')
+  (see "hg help -e backgroundclose")
+  config error: worker.backgroundclosethreshold must be from 0 to 1000000 ('1000001')
+  (see "hg help -e backgroundclose")
+  config error: worker.backgroundclosethreshold must be from 0 to 1000000 ('nan')
+  (see "hg help -e backgroundclose")
+  config error: worker.backgroundclose is not a boolean ('yess')
+  (see "hg help -e backgroundclose")
+  config error: worker.backgroundclose is not a boolean ('')
+  (see "hg help -e backgroundclose")
+  config error: worker.backgroundclosepolicy is not adaptive, background or inline ('auto-ish')
+  (see "hg help -e backgroundclose")
+  config error: worker.backgroundclosepolicy is not adaptive, background or inline ('')
+  (see "hg help -e backgroundclose")
+
+A start above the maximum is refused where both were set, never obeyed;
+with only the maximum lowered, the default start follows it (the --debug
+line counts the threads started):
+
+  $ hg -R target unbundle -q cg.hg --config worker.backgroundclosethreadcount=16 \
+  >   --config worker.backgroundclosemaxthreadcount=4
+  config error: worker.backgroundclosethreadcount (16) is more than worker.backgroundclosemaxthreadcount (4)
+  (see "hg help -e backgroundclose")
+  [255]
+  $ asnew target
+  target: as new
+  $ hg -R target unbundle cg.hg --debug --config worker.backgroundclose=yes \
+  >   --config worker.backgroundcloseminfilecount=0 \
+  >   --config worker.backgroundclosemaxthreadcount=2 \
+  >   | grep -o 'background mode, [0-9]* native threads' | sort -u
+  background mode, 2 native threads
+  $ rm -rf target && hg init target
+
+With ui.detailed-exit-code, a bad value exits as core's config errors do:
+
+  $ hg -R target unbundle -q cg.hg --config ui.detailed-exit-code=yes \
+  >   --config worker.backgroundclosemaxqueue=lots
+  config error: worker.backgroundclosemaxqueue is not a valid integer ('lots')
+  (see "hg help -e backgroundclose")
+  [30]
+  $ hg -R target unbundle -q cg.hg --config ui.detailed-exit-code=yes \
+  >   --config worker.backgroundclose=sometimes
+  config error: worker.backgroundclose is not a boolean ('sometimes')
+  (see "hg help -e backgroundclose")
+  [30]
 
 A good value lets the same commands through:
 
@@ -126,7 +192,7 @@ in both):
   $ hg -R src push ssh://user@dummy/server
   pushing to ssh://user@dummy/server
   searching for changes
-  remote: worker.backgroundclosethreshold is not a valid integer ('fast')
+  remote: worker.backgroundclosethreshold is not a valid number ('fast')
   remote: (see "hg help -e backgroundclose")
   abort: push failed on remote
   [255]

@@ -136,7 +136,7 @@ A bad setting aborts before the changegroup is applied: nothing to roll
 back (test-badsettings.t has every command):
 
   $ hg -R r unbundle -q part2.hg --config worker.backgroundclosenative=sometimes
-  abort: worker.backgroundclosenative is not a boolean ('sometimes')
+  config error: worker.backgroundclosenative is not a boolean ('sometimes')
   (see "hg help -e backgroundclose")
   [255]
   $ store r | diff r.half - && echo as before

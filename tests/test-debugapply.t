@@ -186,27 +186,28 @@ Bad input is refused cleanly:
 Settings are checked before anything is written:
 
   $ hg -R rc debugapplystreamclonebundle v2.hg --config worker.backgroundclosemaxthreadcount=0
-  abort: worker.backgroundclosemaxthreadcount must be a positive integer, not 0
+  config error: worker.backgroundclosemaxthreadcount must be from 1 to 256 ('0')
   (see "hg help -e backgroundclose")
   [255]
   $ hg -R rc debugapplystreamclonebundle v2.hg --config worker.backgroundclosethreadcount=lots
-  abort: worker.backgroundclosethreadcount is not a valid integer ('lots')
+  config error: worker.backgroundclosethreadcount is not a valid integer ('lots')
   (see "hg help -e backgroundclose")
   [255]
   $ hg -R rc debugapplystreamclonebundle v2.hg --config worker.backgroundclosethreshold=-5
-  abort: worker.backgroundclosethreshold must be zero or more, not -5
+  config error: worker.backgroundclosethreshold must be from 0 to 1000000 ('-5')
   (see "hg help -e backgroundclose")
   [255]
   $ hg -R rc debugapplystreamclonebundle v2.hg --config worker.backgroundclose=maybe
-  abort: worker.backgroundclose must be a boolean or "auto", not maybe
+  config error: worker.backgroundclose is not a boolean ('maybe')
   (see "hg help -e backgroundclose")
   [255]
   $ hg -R rc debugapplystreamclonebundle v2.hg --config worker.backgroundclosenative=sometimes
-  abort: worker.backgroundclosenative is not a boolean ('sometimes')
+  config error: worker.backgroundclosenative is not a boolean ('sometimes')
   (see "hg help -e backgroundclose")
   [255]
   $ hg -R rc debugapplystreamclonebundle v2.hg --config worker.backgroundclosereport=yaml
-  abort: worker.backgroundclosereport must be a boolean or "json", not yaml
+  config error: worker.backgroundclosereport is not a boolean or json ('yaml')
+  (see "hg help -e backgroundclose")
   [255]
   $ ls rc/.hg/store
   requires

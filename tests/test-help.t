@@ -31,7 +31,8 @@ Every setting is documented there, and in hg help config.worker, where the
 extension's text takes the place of core's:
 
   $ hg help config.worker > worker.txt
-  $ for setting in backgroundclose backgroundclosethreadcount \
+  $ for setting in backgroundclosepolicy backgroundclose \
+  >     backgroundclosethreadcount \
   >     backgroundclosemaxqueue backgroundcloseminfilecount \
   >     backgroundclosemaxthreadcount backgroundclosethreshold \
   >     backgroundclosenative backgroundclosewrites backgroundclosejournal \
@@ -39,6 +40,7 @@ extension's text takes the place of core's:
   >   echo "$setting $(grep -c "^\"$setting\"\$" manual.txt)" \
   >     "$(grep -c "^    \"$setting\"\$" worker.txt)"
   > done
+  backgroundclosepolicy 1 1
   backgroundclose 1 1
   backgroundclosethreadcount 1 1
   backgroundclosemaxqueue 1 1
@@ -49,28 +51,43 @@ extension's text takes the place of core's:
   backgroundclosewrites 1 1
   backgroundclosejournal 1 1
   backgroundclosereport 1 1
-  $ grep -A 6 '^    "backgroundclose"$' worker.txt
+  $ grep -A 5 '^    "backgroundclose"$' worker.txt
       "backgroundclose"
-          Unset or "auto", the closer times closes and decides; "true" always
-          closes on threads, "false" on the applying thread.  "auto" overrides a
-          "true" or "false" set system-wide (core Mercurial refuses it). Core's
-          default (true on Windows only) does not apply while the extension is
-          loaded.
+          Core's boolean, read when "backgroundclosepolicy" is unset: "true" is
+          "background", "false" is "inline", unset is "adaptive" (core's
+          default, true on Windows, does not apply).  "auto" is read as
+          "adaptive", but Mercurial without the extension refuses it.
   
 
-hg config shows what was set; asked for worker.backgroundclose while it is
-not set, it also says what that means, on standard error, leaving core's
-output and return code (and -q silences it):
+hg config shows what was set; asked for the worker section, for
+worker.backgroundclose or for worker.backgroundclosepolicy, it also says
+which policy is in effect and which setting chose it, on standard error,
+leaving core's output and return code (and -q silences it):
 
   $ hg config worker.backgroundclose
-  (worker.backgroundclose is not set: the backgroundclose extension times closes and closes on threads only when they are slow, as "auto" does)
+  (backgroundclose: the adaptive policy, as neither worker.backgroundclosepolicy nor worker.backgroundclose is set)
   [1]
   $ hg config worker.backgroundclose 2>/dev/null
   [1]
   $ hg config -q worker.backgroundclose
   [1]
+  $ hg config worker.backgroundclosepolicy --config worker.backgroundclose=no
+  (backgroundclose: the inline policy, as worker.backgroundclose=no (--config))
+  [1]
+  $ printf '[worker]\nbackgroundclose = true\nbackgroundclosepolicy = adaptive\n' \
+  >   > shared.rc
+  $ HGRCPATH="$HGRCPATH:$PWD/shared.rc" hg config worker
+  worker.backgroundclosewrites=false
+  worker.backgroundclose=true
+  worker.backgroundclosepolicy=adaptive
+  (backgroundclose: the adaptive policy, as worker.backgroundclosepolicy=adaptive (*shared.rc:3)) (glob)
+
+What users set before the extension had its own setting, auto, is still
+read, with a word on what it does elsewhere:
+
   $ hg config worker.backgroundclose --config worker.backgroundclose=auto
   auto
+  (backgroundclose: the adaptive policy, as worker.backgroundclose=auto (--config); Mercurial without the extension refuses "auto": set worker.backgroundclosepolicy=adaptive instead)
 
 Without the extension, the topic is core's own again:
 

@@ -44,9 +44,10 @@ Without the onset, closes stay cheap and the closer says nothing:
   0
   [1]
 
-worker.backgroundclose=auto names that adaptive mode, and undoes a
-system-wide true without %unset (forced, the closer starts threads and
-says so):
+worker.backgroundclosepolicy=adaptive names that adaptive mode, and
+undoes a system-wide worker.backgroundclose=true without %unset, where a
+Mercurial without the extension ignores it (forced, the closer starts
+threads and says so):
 
   $ cat >> .hgrc <<HGRC
   > [worker]
@@ -57,6 +58,6 @@ says so):
   >   | grep -o '^backgroundclose: .* mode'
   backgroundclose: * stream closes (* on threads), background mode (glob)
   $ hg clone -U --stream --debug ssh://user@dummy/src auto \
-  >   --config worker.backgroundclose=auto | grep -c '^backgroundclose:'
+  >   --config worker.backgroundclosepolicy=adaptive | grep -c '^backgroundclose:'
   0
   [1]

@@ -28,7 +28,7 @@ from hgext3rd.backgroundclose import (  # noqa: E402
 )
 
 SETTINGS = (
-    b'backgroundclose', b'backgroundclosethreadcount',
+    b'backgroundclosepolicy', b'backgroundclose', b'backgroundclosethreadcount',
     b'backgroundclosemaxthreadcount', b'backgroundclosemaxqueue',
     b'backgroundcloseminfilecount', b'backgroundclosethreshold',
     b'backgroundclosenative', b'backgroundclosewrites',
@@ -267,7 +267,8 @@ def test_a_topic_without_cores_entries_is_left_alone():
 
 def test_the_settings_text_is_the_extensions_help():
     text = confighelp.settings_text(extension.__doc__.encode('utf-8'))
-    assert text.startswith(b'``backgroundclose``\n    Unset or ``auto``, the')
+    assert text.startswith(
+        b'``backgroundclosepolicy``\n    ``adaptive`` times closes')
     assert text.count(b'\n``backgroundclose') == len(SETTINGS) - 1
 
 

@@ -6,26 +6,22 @@
 # GNU General Public License version 2 or any later version.
 """close files on background threads when closing a written file is slow
 
-It helps where closing a file that was just written takes a millisecond or
-more while writing it takes microseconds: NTFS with antivirus software that
-scans each file on close, NFS (which flushes on close) and FUSE mounts such
-as sshfs.  A clone writes one store file per revlog, some 230,000 for
+It helps where closing a file just written takes a millisecond or more
+while writing it takes microseconds: NTFS with antivirus software that scans
+each file on close, NFS (which flushes on close) and FUSE mounts such as
+sshfs.  A clone writes one store file per revlog, some 230,000 for
 mozilla-central: closed one after the other, minutes go in waiting.  Core
-Mercurial closes on threads only in working-copy updates and for the legacy
-stream v1 format, and only with ``worker.backgroundclose`` set (its default
-on Windows only).
+Mercurial closes on threads only in working-copy updates and for the
+legacy stream v1 format, and only with ``worker.backgroundclose`` set.
 
-With the extension, stream clones and stream bundles (v1, v2, v3, clone
-bundles) and changegroups (pull, unbundle, clone without ``--stream``)
-hand their closes to one closer, and working-copy updates write each file
-whole.  By default it times
-closes as it goes: cheap, it closes on the applying thread as core does;
-slow, on background threads (in C where they were built), as many as keep
-up, and no more than the cores, at a lower priority, when closes burn CPU.
+With the extension, stream clones and bundles (v1, v2, v3, clone bundles)
+and changegroups (pull, unbundle, clone without ``--stream``) hand their
+closes to one closer, and updates write each file whole.  By default it
+times closes: cheap, it closes on the applying thread as core does; slow,
+on background threads (in C where they were built), as many as keep up.
 Where making a file waits too (sshfs, NFS), writer threads write whole
-stream files and working-copy files.  A failed close aborts and names the file; a failed or
-interrupted stream apply removes what it wrote.  Repositories stay in
-core's format.
+files.  A failed close aborts and names the file; a failed or interrupted
+stream apply removes what it wrote.  Repositories stay in core's format.
 
 Enable it for one user in ``~/.hgrc``, or for every user in a ``.rc`` file
 of an ``hgrc.d`` directory (``/etc/mercurial/hgrc.d`` on Unix,
@@ -34,11 +30,9 @@ of an ``hgrc.d`` directory (``/etc/mercurial/hgrc.d`` on Unix,
   [extensions]
   backgroundclose =
 
-Check it: :hg:`version -v` lists it with its version, and
-:hg:`debuginstall` says whether its C close threads were built (where they
-were not, as on Windows, Python threads close files).
-:hg:`debugprobeclose` times closes where the repository lives and says what
-the closer would do there.
+Check it: :hg:`version -v` lists it, :hg:`debuginstall` says whether its C
+close threads were built (else Python threads close files), and
+:hg:`debugprobeclose` times closes where the repository lives and advises.
 
 Disable it with ``backgroundclose = !`` in ``[extensions]``, or for one
 command with ``--config extensions.backgroundclose=!``.
@@ -49,47 +43,58 @@ blackbox`): files, seconds, the close time spent on threads, and what the
 closer decided.  ``--debug`` prints a line for each closer that started
 threads, with the reason for its last switch.
 
-The timing report (``backgroundclosereport``) has a row per operation with
-its count, total, mean and longest time: "close, applier" is the time the
-applying thread spent closing or waiting for the close threads, "close,
-threads" the time the close threads took off it, and "close, writers" the
-files writer threads wrote and closed whole.  After an update, one table
-for its checkout, from all its worker processes: the time to make, write,
-close and stat the files, on the applying threads and on the writers.
-
 Settings
 --------
 
-In the ``[worker]`` section; also listed in :hg:`help config.worker`.  A bad
-value aborts before anything is written.
+In the ``[worker]`` section; also in :hg:`help config.worker`.  A bad value
+is a config error, as core's are, before anything is written.  Mercurial
+without the extension ignores its settings and reads core's four as
+always, so one hgrc serves machines with and without it.  What the policy
+and ``backgroundclosewrites`` start (no writer threads: an update is
+core's own):
+
+  ==========  ======  =============  ===============
+  policy      writes  close threads  writer threads
+  ==========  ======  =============  ===============
+  adaptive    unset   when slow      when opens wait
+  background  unset   always         when opens wait
+  inline      unset   none           none
+  any         true    per policy     always
+  any         false   per policy     none
+  ==========  ======  =============  ===============
+
+``backgroundclosepolicy``
+  ``adaptive`` times closes and decides; ``background`` always closes on
+  threads; ``inline`` on the applying thread.  Unset, ``backgroundclose``
+  decides.  Set this, not ``backgroundclose``, to undo a ``true`` or
+  ``false`` set system-wide.  :hg:`config worker.backgroundclosepolicy`
+  says which policy is in effect and which setting chose it.
 
 ``backgroundclose``
-  Unset or ``auto``, the closer times closes and decides; ``true`` always
-  closes on threads, ``false`` on the applying thread.  ``auto`` overrides
-  a ``true`` or ``false`` set system-wide (core Mercurial refuses it).
-  Core's default (true on Windows only) does not apply while the extension
-  is loaded.
+  Core's boolean, read when ``backgroundclosepolicy`` is unset: ``true``
+  is ``background``, ``false`` is ``inline``, unset is ``adaptive`` (core's
+  default, true on Windows, does not apply).  ``auto`` is read as
+  ``adaptive``, but Mercurial without the extension refuses it.
 
 ``backgroundclosethreadcount``
-  Threads started when background closing begins. (default: 4)
+  Threads started when background closing begins, 1 to 256, and no more
+  than ``backgroundclosemaxthreadcount``. (default: 4)
 
 ``backgroundclosemaxthreadcount``
-  Most threads the closer grows to when closes are slow, and no more than
-  the cores when closes burn CPU. (default: 64)
+  Most threads the closer grows to when closes are slow, 1 to 256, and no
+  more than the cores when closes burn CPU. (default: 64)
 
 ``backgroundclosemaxqueue``
-  Most files handed over and not closed yet, and at most half the
-  descriptors the process has left. (default: 384)
+  Most files handed over and not closed yet, 1 to 65536, and at most half
+  the descriptors the process has left. (default: 384)
 
 ``backgroundcloseminfilecount``
-  With ``backgroundclose`` true, an apply that announces fewer files closes
-  them on the applying thread.  With ``backgroundclose`` unset, threads
-  start only for slow closes, and this applies only if set. (default: 2048)
+  With ``background``, an apply that announces fewer files closes them
+  inline; with ``adaptive``, only if set.  0 to 1000000000. (default: 2048)
 
 ``backgroundclosethreshold``
-  Microseconds a close must take, on average over recent closes, for the
-  closer to move closes to threads when ``backgroundclose`` is unset.
-  (default: 30)
+  Microseconds a close must take on average for ``adaptive`` to move
+  closes to threads, 0 to 1000000. (default: 30)
 
 ``backgroundclosenative``
   Close on the C threads, which never wait for Python's lock, where they
@@ -97,18 +102,20 @@ value aborts before anything is written.
 
 ``backgroundclosewrites``
   Write whole stream and working-copy files on writer threads: unset, once
-  making a file is measured to wait on the file system (100 microseconds
-  or more on average); ``true`` always; ``false`` never (an update is then
-  core's own).  At most 32 MB of file data wait in memory.
+  making a file is measured to wait (100 microseconds or more on average),
+  never with ``inline``; ``true`` always; ``false`` never.  At most 32 MB
+  of file data wait in memory.
 
 ``backgroundclosejournal``
   Register each file a stream apply writes with its transaction, so that
-  :hg:`recover` after a killed apply removes them; it costs a little time
-  a file, as core writes the journal for each. (default: false)
+  :hg:`recover` after a killed apply removes them, at a little time a
+  file. (default: false)
 
 ``backgroundclosereport``
-  After each stream apply and each update, print a timing table (``true``; not with
-  ``-q``), or JSON on standard error (``json``).  Unset, only
+  After each stream apply and update, a timing table (``true``; not with
+  ``-q``), or JSON on standard error (``json``): a row per operation with
+  its count, total, mean and longest time, on the applying thread, the
+  close threads and the writers.  Unset, only
   :hg:`debugapplystreamclonebundle` prints it; ``false``, not even that
   command, unless given ``-T``.
 """
@@ -148,6 +155,12 @@ from . import (
 __version__ = '0.1.0'
 # the releases make test-matrix runs: hg debugextensions compares the
 # exact version, hg's crash report its first two numbers
+# no address of the project's own is published: a crash report names the
+# README's section on reporting bugs
+buglink = (
+    b'the hg-backgroundclose maintainers (see "Reporting a bug" in its '
+    b'README)'
+)
 testedwith = b'6.5.3 6.6.3 6.7.4 6.8.2 6.9.5 7.0.3 7.1.2 7.2.4'
 minimumhgversion = b'6.5'
 
@@ -156,6 +169,7 @@ configitem = registrar.configitem(configtable)
 cmdtable = {}
 command = registrar.command(cmdtable)
 
+configitem(b'worker', b'backgroundclosepolicy', default=None)
 configitem(b'worker', b'backgroundclosemaxthreadcount', default=64)
 configitem(b'worker', b'backgroundclosethreshold', default=30)
 configitem(b'worker', b'backgroundclosereport', default=None)
@@ -301,7 +315,7 @@ def extsetup(ui):
     extensions.wrapcommand(
         commands.table,
         b'config',
-        seams.when_called(lambda: confighelp.explain_unset),
+        seams.when_called(lambda: confighelp.explain_policy),
     )
     handlers = compat.part_handlers()
     if b'stream2' in handlers:

@@ -8,7 +8,8 @@
 settings, taken from the "Settings" section of the extension's own help,
 in place of core's four ``backgroundclose*`` entries (core's say "default:
 true on Windows", which the extension changes).  One text, two places.
-And :hg:`config worker.backgroundclose` says what it being unset means."""
+And :hg:`config worker.backgroundclosepolicy` says which policy is in
+effect and which setting chose it."""
 
 import re
 import sys
@@ -18,9 +19,12 @@ from mercurial import (
     help,
     pycompat,
 )
+from mercurial.utils import stringutil
+
+from . import messages, settings
 
 # the first entry of the extension's settings, in its help
-_FIRST_SETTING = b'``backgroundclose``\n'
+_FIRST_SETTING = b'``backgroundclosepolicy``\n'
 # core's entries in the worker section: a name, then lines indented or
 # empty, up to the next entry
 _CORE_ENTRY = re.compile(
@@ -94,23 +98,51 @@ def rewrite(extension):
     return hook
 
 
-def explain_unset(orig, ui, repo, *values, **opts):
-    """:hg:`config` (wrapped): asked for ``worker.backgroundclose`` alone
-    while it is not set, core prints nothing and returns 1.  Unset is the
-    extension's adaptive mode, not core's default: say so, on standard
-    error, leaving the output and the return code as core's."""
+# the names :hg:`config` is asked for that get the policy explained
+_POLICY_NAMES = (
+    b'worker',
+    b'worker.backgroundclose',
+    b'worker.' + settings.POLICY,
+)
+
+
+def explain_policy(orig, ui, repo, *values, **opts):
+    """:hg:`config` (wrapped): asked for the ``worker`` section, for
+    ``worker.backgroundclose`` or for ``worker.backgroundclosepolicy``, it
+    also says, on standard error, which policy the extension follows and
+    which setting chose it (unset, core prints nothing and returns 1 where
+    the extension decides for itself).  The output and the return code
+    stay core's; ``-q``, ``-T`` and the other options leave it out."""
     result = orig(ui, repo, *values, **opts)
     if (
-        values == (b'worker.backgroundclose',)
+        len(values) == 1
+        and values[0] in _POLICY_NAMES
         and not any(opts.values())
         and not ui.quiet
-        and ui.config(b'worker', b'backgroundclose', None) is None
     ):
-        ui.write_err(
-            _(
-                b'(worker.backgroundclose is not set: the backgroundclose '
-                b'extension times closes and closes on threads only when '
-                b'they are slow, as "auto" does)\n'
-            )
-        )
+        ui.write_err(b'(%s)\n' % _policy_sentence(ui))
     return result
+
+
+def _policy_sentence(ui):
+    try:
+        chosen, setting = settings.chosen_policy(ui)
+    except Exception as exc:  # a bad value: core's config error words
+        return _(b'backgroundclose: %s') % stringutil.forcebytestr(exc)
+    policy = messages.word(chosen)
+    if setting is None:
+        return _(
+            b'backgroundclose: the %s policy, as neither '
+            b'worker.backgroundclosepolicy nor worker.backgroundclose is set'
+        ) % policy
+    value = ui.config(b'worker', setting, None).strip()
+    source = ui.configsource(b'worker', setting) or b'?'
+    sentence = _(b'backgroundclose: the %s policy, as worker.%s=%s (%s)') % (
+        policy, setting, value, source
+    )
+    if setting == b'backgroundclose' and value.lower() == b'auto':
+        sentence += _(
+            b'; Mercurial without the extension refuses "auto": set '
+            b'worker.backgroundclosepolicy=adaptive instead'
+        )
+    return sentence

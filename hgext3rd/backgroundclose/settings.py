@@ -7,8 +7,10 @@
 """Turn the ``[worker]`` configuration into arguments for the closer.
 
 Core Mercurial's four settings keep their meaning; the extension adds a few
-of its own (registered in ``__init__``).  Every value is checked here, before
-anything is written, and a bad one aborts with a message naming the setting.
+of its own (registered in ``__init__``), which a Mercurial without it
+ignores.  Every value is checked here, before anything is written, and a
+bad one is a ``config error:`` naming the setting and quoting the value,
+as core's own are.
 """
 
 from mercurial.i18n import _
@@ -19,62 +21,131 @@ from . import engine
 
 SECTION = b'worker'
 
+# the extension's own name for the policy: a Mercurial without the
+# extension ignores it, where it refuses anything but a boolean in core's
+# worker.backgroundclose
+POLICY = b'backgroundclosepolicy'
+_POLICIES = {
+    b'adaptive': engine.ADAPTIVE,
+    b'auto': engine.ADAPTIVE,
+    b'background': engine.BACKGROUND,
+    b'inline': engine.INLINE,
+}
+
 # report values: off, human table, JSON
 REPORT_OFF = b'off'
 REPORT_TEXT = b'text'
 REPORT_JSON = b'json'
 
+# every count's lowest and highest value, checked before anything starts:
+# a thread is a megabyte or more of address space and a descriptor's wait,
+# and more than this many gain nothing on any file system measured
+MAXTHREADS = 256
+COUNTS = {
+    b'backgroundclosethreadcount': (1, MAXTHREADS),
+    b'backgroundclosemaxthreadcount': (1, MAXTHREADS),
+    b'backgroundclosemaxqueue': (1, 65536),
+    b'backgroundcloseminfilecount': (0, 1000000000),
+}
+# microseconds: a second
+THRESHOLD = b'backgroundclosethreshold'
+MAXTHRESHOLD = 1000000
+
+
+def _hint():
+    return _(b'see "hg help -e backgroundclose"')
+
+
+def _bad(name, value, what):
+    """core's kind of error for a setting: ``config error:``, the value
+    quoted, the one hint"""
+    return error.ConfigError(
+        _(b"%s.%s %s ('%s')") % (SECTION, name, what, value), hint=_hint()
+    )
+
 
 def _read(reader, name, *default):
-    """read a setting, turning core's config error into an abort"""
+    """read a setting with one of core's readers, its config error given
+    the hint every setting of the extension carries"""
     try:
         return reader(SECTION, name, *default)
     except error.ConfigError as exc:
-        raise error.Abort(exc.message, hint=_(b'see "hg help -e backgroundclose"'))
+        raise error.ConfigError(exc.message, hint=_hint()) from None
 
 
-def _positive(ui, name, minimum=1):
+def _count(ui, name):
     value = _read(ui.configint, name)
-    if value is None or value < minimum:
-        if minimum:
-            message = _(b'%s.%s must be a positive integer, not %s')
-        else:
-            message = _(b'%s.%s must be zero or more, not %s')
-        raise error.Abort(
-            message % (SECTION, name, ui.config(SECTION, name)),
-            hint=_(b'see "hg help -e backgroundclose"'),
+    low, high = COUNTS[name]
+    if value is None or not low <= value <= high:
+        raise _bad(
+            name,
+            ui.config(SECTION, name),
+            _(b'must be from %d to %d') % (low, high),
+        )
+    return value
+
+
+def _threshold(ui):
+    """microseconds, a number (a fraction too)"""
+    try:
+        value = ui.configwith(float, SECTION, THRESHOLD, desc=b'number')
+    except error.ConfigError as exc:
+        raise error.ConfigError(exc.message, hint=_hint()) from None
+    # (a NaN compares false both ways)
+    if not 0 <= value <= MAXTHRESHOLD:
+        raise _bad(
+            THRESHOLD,
+            ui.config(SECTION, THRESHOLD),
+            _(b'must be from 0 to %d') % MAXTHRESHOLD,
         )
     return value
 
 
 def policy(ui):
-    """what ``worker.backgroundclose`` asks for
+    """what the settings ask of the closer: ``engine.ADAPTIVE``,
+    ``BACKGROUND`` or ``INLINE`` (see ``chosen_policy``)"""
+    return chosen_policy(ui)[0]
 
-    Left unset or ``auto``, the extension decides while it applies
-    (adaptive); a boolean forces closing on background threads or on the
-    writing thread.  ``auto`` overrides a ``true`` or ``false`` set in a
-    file read before (a system-wide one) without ``%unset``.
+
+def chosen_policy(ui):
+    """``(policy, setting)``: the closer's policy and the name of the
+    setting that chose it, None where neither is set.
+
+    ``worker.backgroundclosepolicy`` first: ``adaptive`` (or ``auto``),
+    ``background``, ``inline``.  Unset, core's ``worker.backgroundclose``:
+    a boolean forces closing on background threads or on the applying
+    thread; unset, adaptive.  Its ``auto``, which Mercurial without the
+    extension refuses, is still read as adaptive.
     """
+    value = ui.config(SECTION, POLICY)
+    if value is not None:
+        chosen = _POLICIES.get(value.strip().lower())
+        if chosen is None:
+            raise _bad(
+                POLICY, value, _(b'is not adaptive, background or inline')
+            )
+        return chosen, POLICY
     # core registers this one with a default that depends on the platform,
     # and such an item must be read with an explicit default (devel
     # warnings say so); None stands for "unset" here
     value = ui.config(SECTION, b'backgroundclose', None)
-    if value is None or value.strip().lower() == b'auto':
-        return engine.ADAPTIVE
+    if value is None:
+        return engine.ADAPTIVE, None
+    if value.strip().lower() == b'auto':
+        return engine.ADAPTIVE, b'backgroundclose'
     forced = stringutil.parsebool(value)
     if forced is None:
-        raise error.Abort(
-            _(b'%s.backgroundclose must be a boolean or "auto", not %s')
-            % (SECTION, value),
-            hint=_(b'see "hg help -e backgroundclose"'),
-        )
-    return engine.BACKGROUND if forced else engine.INLINE
+        # core's own words for it
+        raise _bad(b'backgroundclose', value, _(b'is not a boolean'))
+    return (
+        engine.BACKGROUND if forced else engine.INLINE
+    ), b'backgroundclose'
 
 
 def closer_options(ui):
     """keyword arguments for ``closer.Closer`` from the configuration"""
     chosen = policy(ui)
-    minfilecount = _positive(ui, b'backgroundcloseminfilecount', 0)
+    minfilecount = _count(ui, b'backgroundcloseminfilecount')
     if chosen == engine.ADAPTIVE and not ui.configsource(
         SECTION, b'backgroundcloseminfilecount'
     ):
@@ -82,21 +153,38 @@ def closer_options(ui):
         # files; the adaptive mode starts none unless closes are measured to
         # be slow, so it only honours a minimum the user set
         minfilecount = 0
+    threads = _count(ui, b'backgroundclosethreadcount')
+    maxthreads = _count(ui, b'backgroundclosemaxthreadcount')
+    if threads > maxthreads:
+        if ui.configsource(SECTION, b'backgroundclosethreadcount'):
+            raise error.ConfigError(
+                _(
+                    b'%s.backgroundclosethreadcount (%d) is more than '
+                    b'%s.backgroundclosemaxthreadcount (%d)'
+                )
+                % (SECTION, threads, SECTION, maxthreads),
+                hint=_hint(),
+            )
+        # core's default start, below a maximum the user lowered
+        threads = maxthreads
     return {
         'policy': chosen,
-        'threads': _positive(ui, b'backgroundclosethreadcount'),
-        'maxthreads': _positive(ui, b'backgroundclosemaxthreadcount'),
-        'maxqueue': _positive(ui, b'backgroundclosemaxqueue'),
+        'threads': threads,
+        'maxthreads': maxthreads,
+        'maxqueue': _count(ui, b'backgroundclosemaxqueue'),
         'minfilecount': minfilecount,
-        'threshold': _positive(ui, b'backgroundclosethreshold', 0) * 1e-6,
+        'threshold': _threshold(ui) * 1e-6,
     }
 
 
 def writes(ui):
     """what ``worker.backgroundclosewrites`` asks for: unset, writer
-    threads when opens are measured to wait (adaptive); true, always;
-    false, never"""
+    threads when opens are measured to wait (adaptive), none where the
+    policy is inline; true, always; false, never"""
     if ui.config(SECTION, b'backgroundclosewrites') is None:
+        # inline asked for: no thread of any kind
+        if policy(ui) == engine.INLINE:
+            return engine.INLINE
         return engine.ADAPTIVE
     if _read(ui.configbool, b'backgroundclosewrites'):
         return engine.BACKGROUND
@@ -129,9 +217,8 @@ def report(ui):
         return REPORT_JSON
     flag = stringutil.parsebool(value)
     if flag is None:
-        raise error.Abort(
-            _(b'%s.backgroundclosereport must be a boolean or "json", not %s')
-            % (SECTION, value)
+        raise _bad(
+            b'backgroundclosereport', value, _(b'is not a boolean or json')
         )
     return REPORT_TEXT if flag else REPORT_OFF
 
