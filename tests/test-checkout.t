@@ -137,15 +137,15 @@ A sparse working copy gets only the files it includes:
   $ find sparse/deep -type f | wc -l | tr -d ' '
   300
 
-A close that fails aborts the update, naming the file, as the extension
-does for every file it writes; the working copy is left as core leaves an
-interrupted update, and hg update --clean recovers it:
+A close that fails aborts the update in core's words, naming the file
+where core's message names none; the working copy is left as core leaves
+an interrupted update, and hg update --clean recovers it:
 
   $ hg clone -q -U src failing
   $ SLOWCLOSE_US=1 SLOWCLOSE_FAIL_MATCH=f200 SLOWCLOSE_ERRNO=EIO \
   >   LD_PRELOAD="$SLOWCLOSE_SO" \
   >   hg -R failing update -q --config worker.enabled=false
-  abort: error closing */failing/deep/er/still/f200: Input/output error (glob)
+  abort: Input/output error: '*/failing/deep/er/still/f200' (glob)
   [255]
   $ hg -R failing summary | grep -o '(interrupted update)'
   (interrupted update)

@@ -24,6 +24,9 @@ import threading
 
 from mercurial.i18n import _
 from mercurial import (
+    context,
+    error,
+    localrepo,
     pathutil,
     util,
     vfs as vfsmod,
@@ -68,34 +71,71 @@ def batchget(orig, repo, mctx, wctx, wantfiledata, actions):
 
 def _applies(repo, wctx, actions):
     """whether a Checkout writes these files as core would: a working copy
-    on disk, through core's own vfs, whose opens no other extension
-    wraps or overrides (it would miss the files the checkout makes), with
-    core's file modes, no atomic writes asked for, and no file to back up
-    first (core's steps for those stay core's); and unless the writers
-    are turned off"""
+    on disk, whose write path (``_core_s_write_path``) no other extension
+    wraps or overrides, with core's file modes, no atomic writes asked
+    for, and no file to back up first (core's steps for those stay
+    core's); and unless the writers are turned off"""
     ui = repo.ui
-    wvfs = repo.wvfs
     return (
         not wctx.isinmemory()
-        and _core_s_vfs(wvfs)
-        and wvfs.createmode is None
+        and repo.wvfs.createmode is None
         and settings.writes(ui) != policymod.INLINE
         and not ui.configbool(b'experimental', b'update.atomic-file')
         and not any(backup for f, (flags, backup), msg in actions)
+        and _core_s_write_path(repo, wctx, actions)
     )
 
 
-def _core_s_vfs(wvfs):
-    """whether ``wvfs`` is of core's own vfs class, whose opens no other
-    extension wraps.  By name: another extension may have put a subclass
-    of its own in ``mercurial.vfs.vfs`` before this module ran (modules
-    load lazily)"""
-    cls = type(wvfs)
-    return (
-        cls.__module__ == vfsmod.abstractvfs.__module__
-        and cls.__name__ == 'vfs'
-        and seams.core_s_own(cls, '__call__') is not None
+# what core's batchget calls to write a regular file: a Checkout stands
+# in for all of them, so another extension's override or wrapper of any
+# of them sends the whole update to core.  For each object the update
+# writes through, core's class, whether it must be that class (the
+# checkout writes beside the vfs, through its paths, and stands in for the
+# auditor's checks: a subclass may change either; a repository or working
+# file subclass that leaves these functions alone changes nothing the
+# checkout skips), and the functions
+_WRITE_PATH = (
+    (localrepo.localrepository, False, ('wwrite',)),
+    (context.workingfilectx, False, ('write', 'clearunknown')),
+    (vfsmod.vfs, True, ('__call__', 'write', 'setflags')),
+    (pathutil.pathauditor, True, ('__call__',)),
+)
+
+
+def _core_s_write_path(repo, wctx, actions):
+    """whether every function on core's write path for these files is
+    core's own, as the objects this update writes through have them:
+    the repository (a subclass made in another extension's ``reposetup``
+    may override ``wwrite``), a working file of the first action, the
+    working copy's vfs and its auditor.  Checked once per update (per
+    forked worker), by identity with core's function."""
+    objects = (
+        repo.unfiltered(),
+        wctx[actions[0][0]] if actions else None,
+        repo.wvfs,
+        repo.wvfs.audit,
     )
+    for obj, (cls, exact, names) in zip(objects, _WRITE_PATH):
+        if obj is None:  # no file: no working file to write through
+            continue
+        if exact and not _core_s_class(type(obj), cls):
+            return False
+        for name in names:
+            core = seams.core_s_own(cls, name)
+            if (
+                core is None
+                or getattr(type(obj), name, None) is not core
+                or name in getattr(obj, '__dict__', ())
+            ):
+                return False
+    return True
+
+
+def _core_s_class(cls, core):
+    """whether ``cls`` is core's class ``core``: by name and module, as
+    another extension may have put a class of its own in core's module
+    before this one ran (modules load lazily)"""
+    return cls.__module__ == core.__module__ and cls.__name__ == core.__name__
 
 
 class CheckoutFile:
@@ -128,9 +168,15 @@ class CheckoutFile:
             return
         try:
             self._run(set(), 'close-written')
-        except engine.FileError:
-            raise
-        except Exception as exc:
+        except BaseException as exc:
+            # the checkout stops at once, as core's would at its failing
+            # file: no writer starts another file, and the applying
+            # thread raises this failure before it reads the next one
+            self.checkout.cancelled.set()
+            if isinstance(exc, engine.FileError) or not isinstance(
+                exc, Exception
+            ):
+                raise
             raise engine.FileError(self.name, exc, 'writing') from exc
 
     def write_here(self, owned):
@@ -240,7 +286,7 @@ class Checkout:
         # found missing (the checkout makes it), is not checked again,
         # where each check is a round trip on a network file system
         audit = repo.wvfs.audit
-        if isinstance(audit, pathutil.pathauditor):
+        if type(audit) is pathutil.pathauditor:  # (else core's update)
             audit = pathutil.pathauditor(
                 audit.root, callback=audit.callback,
                 realfs=getattr(audit, '_realfs', True), cached=True,
@@ -293,7 +339,8 @@ class Checkout:
             finally:
                 self.finish(failing, abandoned)
         except engine.FileError as exc:
-            raise messages.file_abort(exc, exc.name) from exc
+            failure = _core_s_error(exc)
+            raise failure from (None if failure is exc.error else exc)
         if i > 0:
             yield False, (i, f)
         self.summarize()
@@ -301,6 +348,9 @@ class Checkout:
 
     def get_one(self, f, flags, fctx):
         """audit ``f``, read its data, and write it, here or on a writer"""
+        if self.cancelled.is_set():
+            # a writer failed: its failure, before one more file is read
+            self.settle()
         self.count += 1
         wvfs = self.wvfs
         if b'l' in flags:
@@ -457,6 +507,21 @@ class Checkout:
         dirname = path.rpartition(b'/')[0]
         if dirname:
             self.directories.forget(self.root, dirname)
+
+
+def _core_s_error(exc):
+    """what core's update raises where the checkout's ``exc`` (a
+    FileError) failed: what core's own steps raised (a path audit's
+    abort, an OSError), as it is; an OSError with the file named where
+    core names none (a failed write); else the extension's words"""
+    cause = exc.error
+    if isinstance(cause, error.Abort):
+        return cause
+    if isinstance(cause, OSError) and cause.strerror:
+        if cause.filename is None:
+            return OSError(cause.errno, cause.strerror, exc.name)
+        return cause
+    return messages.file_abort(exc, exc.name)
 
 
 def _nothing():
