@@ -26,9 +26,10 @@ machine writes), on the C threads, and time to save:
     fsync                    32 * (glob)
     close after fsync        32 * (glob)
   closes: * on average, *% of it on the CPU (waiting: a flush or a round trip) (glob)
-  worker.backgroundclose is not set: the closer times closes and decides
+  settings: the adaptive policy, as neither worker.backgroundclosepolicy nor worker.backgroundclose is set
   decision: close on * background threads (C threads) (glob)
   time saved per 100000 files: up to * (glob)
+  advice: enable it: up to * saved per 100000 files (glob)
   $ (cd repo/.hg && find . | sort) | diff before.list - && echo nothing left
   nothing left
 
@@ -36,32 +37,48 @@ Without the C threads, Python threads would close, and the estimate says
 it leaves their cost out:
 
   $ SLOWCLOSE_US=700 slow hg -R repo debugprobeclose \
-  >   --config worker.backgroundclosenative=false | tail -n 3
+  >   --config worker.backgroundclosenative=false | tail -n 4
   decision: close on * background threads (Python threads) (glob)
   time saved per 100000 files: up to * (glob)
   note: a Python thread takes the GIL back after each close, which the estimate leaves out: the saving is smaller
+  advice: enable it: up to * saved per 100000 files (glob)
 
 Closing forced inline, or fewer files expected than the minimum the user
-set: the probe says so, not that closes are cheap:
+set: the probe says so, not that closes are cheap, and gives the time
+those settings give up, which the advice takes:
 
   $ SLOWCLOSE_US=700 slow hg -R repo debugprobeclose \
-  >   --config worker.backgroundclose=false | tail -n 3
+  >   --config worker.backgroundclose=false | tail -n 5
   closes: * on average, *% of it on the CPU (waiting: a flush or a round trip) (glob)
-  worker.backgroundclose is false: files are always closed by the thread that wrote them
+  settings: the inline policy, as worker.backgroundclose=false (--config)
   decision: close inline, as asked
+  time given up per 100000 files: up to * (glob)
+  advice: enable it: up to * saved per 100000 files, with the adaptive policy (the settings here close inline) (glob)
   $ SLOWCLOSE_US=700 slow hg -R repo debugprobeclose \
-  >   --config worker.backgroundclose=true \
-  >   --config worker.backgroundcloseminfilecount=200000 | tail -n 2
-  worker.backgroundclose is true: files are always closed on threads
+  >   --config worker.backgroundclosepolicy=background \
+  >   --config worker.backgroundcloseminfilecount=200000 | tail -n 4
+  settings: the background policy, as worker.backgroundclosepolicy=background (--config)
   decision: close inline: fewer files than worker.backgroundcloseminfilecount
+  time given up per 100000 files: up to * (glob)
+  advice: enable it: up to * saved per 100000 files, with the adaptive policy (the settings here close inline) (glob)
+
+Cheap closes, whatever the settings: not needed here, and nothing given
+up:
+
+  $ hg -R repo debugprobeclose --config worker.backgroundclosethreshold=1000 \
+  >   --config worker.backgroundclose=false | tail -n 2
+  decision: close inline, as asked
+  advice: not needed here: closes are cheap
   $ SLOWCLOSE_US=700 slow hg -R repo debugprobeclose -T json \
   >   --config worker.backgroundcloseminfilecount=200000 > minfiles.json
   $ python3 - <<PY
   > import json
   > [p] = json.load(open('minfiles.json'))
   > print(p['requested'], p['mode'], p['reason'], p['threads'], p['saved'])
+  > print(p['advice'], p['advisedthreads'] >= 4, p['advisedsaved'] > 0)
   > PY
   adaptive inline fewer files than minfilecount 0 0.0
+  enable True True
 
 The same as JSON; the decision flips with the close time (the threshold
 is raised here so that this machine's own closes count as cheap), and the
@@ -127,8 +144,19 @@ naming the file, and the probe's files are removed all the same:
   $ hg debugprobeclose elsewhere -T json > /dev/null
   $ ls elsewhere
   $ SLOWCLOSE_FAIL_MATCH=f0123 slow hg debugprobeclose elsewhere
-  abort: error closing elsewhere/hg-probeclose-*/data/d11/s4/f0123.i: Input/output error (glob)
+  abort: error closing */elsewhere/hg-probeclose-*/data/d11/s4/f0123.i: Input/output error (glob)
   [255]
+  $ ls elsewhere
+
+Outside any repository and given no directory, the probe writes in the
+current directory, and names it in full, in the text and in JSON:
+
+  $ cd elsewhere
+  $ hg debugprobeclose | head -n 1
+  probed /*/elsewhere: 332 files written, closed and removed (glob)
+  $ hg debugprobeclose -T '{directory}\n'
+  /*/elsewhere (glob)
+  $ cd ..
   $ ls elsewhere
   $ hg debugprobeclose missing
   abort: missing is not a directory

@@ -21,7 +21,7 @@ from mercurial import (
 )
 from mercurial.utils import stringutil
 
-from . import messages, settings
+from . import settings
 
 # the first entry of the extension's settings, in its help
 _FIRST_SETTING = b'``backgroundclosepolicy``\n'
@@ -126,23 +126,6 @@ def explain_policy(orig, ui, repo, *values, **opts):
 
 def _policy_sentence(ui):
     try:
-        chosen, setting = settings.chosen_policy(ui)
+        return _(b'backgroundclose: %s') % settings.describe_policy(ui)
     except Exception as exc:  # a bad value: core's config error words
         return _(b'backgroundclose: %s') % stringutil.forcebytestr(exc)
-    policy = messages.word(chosen)
-    if setting is None:
-        return _(
-            b'backgroundclose: the %s policy, as neither '
-            b'worker.backgroundclosepolicy nor worker.backgroundclose is set'
-        ) % policy
-    value = ui.config(b'worker', setting, None).strip()
-    source = ui.configsource(b'worker', setting) or b'?'
-    sentence = _(b'backgroundclose: the %s policy, as worker.%s=%s (%s)') % (
-        policy, setting, value, source
-    )
-    if setting == b'backgroundclose' and value.lower() == b'auto':
-        sentence += _(
-            b'; Mercurial without the extension refuses "auto": set '
-            b'worker.backgroundclosepolicy=adaptive instead'
-        )
-    return sentence

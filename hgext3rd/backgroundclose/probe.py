@@ -39,6 +39,7 @@ import sys
 
 from mercurial.i18n import _
 from mercurial import (
+    encoding,
     error,
     util,
 )
@@ -246,17 +247,28 @@ class Probe:
         return max(0.0, inline - handed) * ESTIMATE_FILES
 
 
+    def advice(self, options):
+        """(threads, seconds saved per ESTIMATE_FILES files) with the
+        adaptive policy and no minimum file count, whatever the settings
+        force: what the extension gives here, or what settings that close
+        inline give up"""
+        options = dict(options, policy=policymod.ADAPTIVE, minfilecount=0)
+        policy, threads = self.decide(options)
+        return threads, self.saved(policy, threads)
+
+
 def _where(repo, dest):
-    """the directory to probe in"""
+    """the directory to probe in, absolute"""
     if dest:
         parent = util.expandpath(dest)
         if not os.path.isdir(parent):
             raise error.Abort(_(b'%s is not a directory') % dest)
-        return parent
-    if repo is not None:
+    elif repo is not None:
         # where the store lives: .hg, or for a share the .hg it shares
-        return repo.sharedpath
-    return b'.'
+        parent = repo.sharedpath
+    else:
+        parent = encoding.getcwd()
+    return os.path.abspath(parent)
 
 
 def run(ui, repo, dest, opts):
@@ -300,7 +312,8 @@ def run(ui, repo, dest, opts):
                 )
         policy, threads = probe.decide(options)
         saved = probe.saved(policy, threads)
-        _show(ui, fm, parent, probe, policy, threads, saved, native, removed)
+        _show(ui, fm, parent, probe, policy, threads, saved, native, removed,
+              probe.advice(options), settings.describe_policy(ui))
 
 
 def _gil():
@@ -309,9 +322,18 @@ def _gil():
     return isenabled is None or isenabled()
 
 
-def _show(ui, fm, parent, probe, policy, threads, saved, native, removed):
+# what the advice line says, by whether the adaptive policy would start
+# threads here
+ADVICE_NOT_NEEDED = 'not-needed'
+ADVICE_ENABLE = 'enable'
+
+
+def _show(ui, fm, parent, probe, policy, threads, saved, native, removed,
+          advice, described):
     ops = probe.ops
     kind = probe.kind(policy.threshold)
+    advisedthreads, advisedsaved = advice
+    advised = ADVICE_ENABLE if advisedthreads else ADVICE_NOT_NEEDED
     fm.startitem()
     fm.data(
         directory=parent,
@@ -339,6 +361,9 @@ def _show(ui, fm, parent, probe, policy, threads, saved, native, removed):
         native=native,
         saved=saved,
         estimatefiles=ESTIMATE_FILES,
+        advice=advised.encode('ascii'),
+        advisedthreads=advisedthreads,
+        advisedsaved=advisedsaved,
     )
     if not fm.isplain():
         return
@@ -362,21 +387,7 @@ def _show(ui, fm, parent, probe, policy, threads, saved, native, removed):
         ),
     }[kind]
     ui.write(closes % (util.timecount(ops['close'].mean), probe.cpupercent()))
-    asked = {
-        policymod.ADAPTIVE: _(
-            b'worker.backgroundclose is not set: the closer times closes '
-            b'and decides\n'
-        ),
-        policymod.BACKGROUND: _(
-            b'worker.backgroundclose is true: files are always closed on '
-            b'threads\n'
-        ),
-        policymod.INLINE: _(
-            b'worker.backgroundclose is false: files are always closed by '
-            b'the thread that wrote them\n'
-        ),
-    }[policy.requested]
-    ui.write(asked)
+    ui.write(_(b'settings: %s\n') % described)
     if threads:
         if native:
             decision = _(b'decision: close on %d background threads (C '
@@ -397,12 +408,32 @@ def _show(ui, fm, parent, probe, policy, threads, saved, native, removed):
                     b'smaller\n'
                 )
             )
-    elif policy.reason is not None:
-        ui.write(
-            _(b'decision: close inline: %s\n')
-            % messages.reason(policy.reason)
-        )
-    elif policy.requested == policymod.INLINE:
-        ui.write(_(b'decision: close inline, as asked\n'))
     else:
-        ui.write(_(b'decision: close inline, closes here are cheap\n'))
+        if policy.reason is not None:
+            ui.write(
+                _(b'decision: close inline: %s\n')
+                % messages.reason(policy.reason)
+            )
+        elif policy.requested == policymod.INLINE:
+            ui.write(_(b'decision: close inline, as asked\n'))
+        else:
+            ui.write(_(b'decision: close inline, closes here are cheap\n'))
+        if advisedthreads:
+            ui.write(
+                _(b'time given up per %d files: up to %s\n')
+                % (ESTIMATE_FILES, util.timecount(advisedsaved))
+            )
+    if advisedthreads:
+        ui.write(
+            _(b'advice: enable it: up to %s saved per %d files%s\n')
+            % (
+                util.timecount(advisedsaved),
+                ESTIMATE_FILES,
+                b'' if threads else _(
+                    b', with the adaptive policy (the settings here close '
+                    b'inline)'
+                ),
+            )
+        )
+    else:
+        ui.write(_(b'advice: not needed here: closes are cheap\n'))

@@ -17,7 +17,7 @@ from mercurial.i18n import _
 from mercurial import error
 from mercurial.utils import stringutil
 
-from . import engine
+from . import engine, messages
 
 SECTION = b'worker'
 
@@ -140,6 +140,29 @@ def chosen_policy(ui):
     return (
         engine.BACKGROUND if forced else engine.INLINE
     ), b'backgroundclose'
+
+
+def describe_policy(ui):
+    """the policy in effect and the setting that chose it, as a sentence
+    (bytes) for :hg:`config` and :hg:`debugprobeclose`"""
+    chosen, setting = chosen_policy(ui)
+    policy = messages.word(chosen)
+    if setting is None:
+        return _(
+            b'the %s policy, as neither worker.backgroundclosepolicy nor '
+            b'worker.backgroundclose is set'
+        ) % policy
+    value = ui.config(SECTION, setting, None).strip()
+    source = ui.configsource(SECTION, setting) or b'?'
+    sentence = _(b'the %s policy, as worker.%s=%s (%s)') % (
+        policy, setting, value, source
+    )
+    if setting == b'backgroundclose' and value.lower() == b'auto':
+        sentence += _(
+            b'; Mercurial without the extension refuses "auto": set '
+            b'worker.backgroundclosepolicy=adaptive instead'
+        )
+    return sentence
 
 
 def closer_options(ui):
