@@ -75,8 +75,23 @@ background closing and many threads:
   streaming all changes
   * files to transfer, * of data (glob)
   (stream-cloned \d+ files / |transferred ).* in .* seconds \(.*/sec\) (re)
-  $ python3 -c "import json; print(json.load(open('loud.json'))[0]['format'])"
+  $ python3 -c "import json; print(json.loads(open('loud.json').read())['format'])"
   v2
+
+A whole clone, store and checkout: one JSON object per line, each saying
+what it is, with the keys of the table's rows:
+
+  $ hg clone -q --stream ssh://user@dummy/src ssh-json-whole \
+  >   --config worker.backgroundclosereport=json \
+  >   --config worker.backgroundclosewrites=true 2> whole.json
+  $ python3 - <<PY
+  > import json
+  > for line in open('whole.json'):
+  >     r = json.loads(line)
+  >     print(r['kind'], r['files'], sorted(r['ops']))
+  > PY
+  stream * ['close-applier', 'close-threads', 'close-writers', 'mkdir', 'open', 'write'] (glob)
+  checkout * ['close-applier', 'close-writers', 'core-steps', 'mkdir', 'open', 'stat', 'write'] (glob)
   $ hg clone -q -U --stream ssh://user@dummy/src ssh-json \
   >   --config worker.backgroundclosereport=json \
   >   --config worker.backgroundclose=yes \
@@ -84,9 +99,9 @@ background closing and many threads:
   >   --config worker.backgroundclosethreadcount=8 2> clone.json
   $ python3 - <<PY
   > import json
-  > [report] = json.load(open('clone.json'))
+  > [report] = [json.loads(line) for line in open('clone.json')]
   > print(report['format'], report['closer']['mode'], report['closer']['threads'] >= 8)
-  > print(report['ops']['close-background']['count'] == report['files'])
+  > print(report['ops']['close-threads']['count'] == report['files'])
   > PY
   v2 background True
   True
@@ -127,9 +142,9 @@ Core's parallel stream processing writer threads hand their closes over too:
   >   --config worker.backgroundcloseminfilecount=0 2> parallel.json
   $ python3 - <<PY
   > import json
-  > [report] = json.load(open('parallel.json'))
+  > [report] = [json.loads(line) for line in open('parallel.json')]
   > print(report['format'], report['closer']['mode'])
-  > print(report['ops']['close-background']['count'] == report['files'] > 300)
+  > print(report['ops']['close-threads']['count'] == report['files'] > 300)
   > PY
   v2 background
   True

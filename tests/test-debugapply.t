@@ -76,12 +76,12 @@ The report as JSON, one object per apply:
   > [report] = json.load(open('report.json'))
   > print(report['format'], report['files'] > 300, report['bytes'] > 0, report['seconds'] > 0)
   > print(sorted(report['ops']))
-  > print(sorted(report['ops']['close']))
+  > print(sorted(report['ops']['close-applier']))
   > # inline or background: that depends on the close times measured here
   > print(report['closer']['policy'], report['closer']['mode'] in ('inline', 'background'))
   > PY
   v2 True True True
-  ['close', 'close-background', 'close-written', 'mkdir', 'open', 'write']
+  ['close-applier', 'close-threads', 'close-writers', 'mkdir', 'open', 'write']
   ['count', 'max', 'mean', 'seconds']
   adaptive True
 
@@ -115,7 +115,7 @@ the data in the bundle; also with writer threads forced on:
   > import json
   > [r] = json.load(open('$format.json'))
   > ops = r['ops']
-  > closed = ops['close']['count'] + ops['close-written']['count']
+  > closed = ops['close-applier']['count'] + ops['close-writers']['count']
   > print(r['format'], ops['open']['count'] == closed == r['files'],
   >       ops['write']['count'] >= r['files'] - 5, r['bytes'] > 300 * 100)"
   >   done
@@ -151,7 +151,7 @@ result is the same repository:
   > import json
   > [report] = json.load(open('forced.json'))
   > print(report['closer']['policy'], report['closer']['mode'], report['closer']['threads'] >= 4)
-  > print(report['ops']['close-background']['count'] == report['files'])
+  > print(report['ops']['close-threads']['count'] == report['files'])
   > PY
   background background True
   True

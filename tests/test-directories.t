@@ -32,7 +32,7 @@ test-debugapply.t):
   > [report] = json.load(open(fmt + '.json'))
   > closer = report['closer']
   > made = int(open('made-%s.count' % fmt).read())
-  > print(fmt, made > 100, closer['dirs-created'] == made,
+  > print(fmt, made > 100, closer['dirs-made'] == made,
   >       closer['dirs-existing'], report['ops']['mkdir']['count'] == made)
   > PY
   >   hg -R r-$format verify -q

@@ -30,7 +30,7 @@ fill up.
   > import json
   > [r] = json.load(open('$format.json'))
   > c = r['closer']
-  > print(r['format'], r['files'] > 20000, 'files;', c['mode'], 'queue clamped:', c['maxqueue'] < 16, 'peak within it:', c['peakqueued'] <= c['maxqueue'])"
+  > print(r['format'], r['files'] > 20000, 'files;', c['mode'], 'queue clamped:', c['max-queued'] < 16, 'peak within it:', c['peak-queued'] <= c['max-queued'])"
   >   find limited-$format/.hg/store/data/many -type f | wc -l
   >   hg -R limited-$format log -r tip -T '{rev} {desc}\n'
   > done

@@ -27,7 +27,7 @@ clock in test_closer.py):
   > import json
   > [r] = json.load(open('$format.json'))
   > c = r['closer']
-  > print(r['format'], c['policy'], c['mode'], c['threads'] > 1, r['ops']['close-background']['count'] > 250)"
+  > print(r['format'], c['policy'], c['mode'], c['threads'] > 1, r['ops']['close-threads']['count'] > 250)"
   >   hg -R slow-$format verify -q
   > done
   v1 adaptive background True True

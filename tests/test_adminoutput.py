@@ -59,8 +59,8 @@ def one_report():
     ops['close-background'].add(1e-3)
     closer = {
         b'policy': b'adaptive', b'reason': b'', b'mode': b'background',
-        b'threads': 4, b'maxqueue': 384, b'peakqueued': 2, b'switches': 1,
-        b'dirs-created': 0, b'dirs-existing': 0, b'writers': 0,
+        b'threads': 4, b'max-queued': 384, b'peak-queued': 2, b'switches': 1,
+        b'dirs-made': 0, b'dirs-existing': 0, b'writers': 0,
         b'written-by-writers': 0, b'peak-held': 0,
     }
     return reportmod.ApplyReport(b'v2', 0.5, ops, closer)
@@ -119,6 +119,19 @@ def test_the_debug_line_says_it_after_its_counts(lowered):
     assert (b'threads at a lower priority' in line) == lowered
 
 
+def test_an_operation_counted_but_not_timed_shows_no_time():
+    # a forced policy counts the writes without timing them: no "0 ns"
+    report = one_report()
+    for _ in range(3):
+        report.ops['mkdir'].add(0.0)
+    ui = make_ui()
+    reportmod.show_after_apply(ui, report, b'text')
+    rows = {line.split()[0]: line.split()[1:]
+            for line in ui.fout.getvalue().splitlines()[2:]}
+    assert rows[b'mkdir'] == [b'3', b'-', b'-', b'-']
+    assert rows[b'open'][0] == b'3' and rows[b'open'][1] != b'-'
+
+
 def test_quiet_silences_the_table():
     ui = make_ui(quiet=True)
     reportmod.show_after_apply(ui, one_report(), b'text')
@@ -130,9 +143,12 @@ def test_json_goes_to_standard_error_whatever_quiet_says(quiet):
     ui = make_ui(quiet=quiet)
     reportmod.show_after_apply(ui, one_report(), b'json')
     assert ui.fout.getvalue() == b''
-    [data] = json.loads(ui.ferr.getvalue())
+    # one object on one line, saying what it is
+    [line] = ui.ferr.getvalue().splitlines()
+    data = json.loads(line)
+    assert data['kind'] == 'stream'
     assert data['files'] == 3 and data['closer']['threads'] == 4
-    assert data['ops']['close-background']['count'] == 1
+    assert data['ops']['close-threads']['count'] == 1
 
 
 # the ui.log line ----------------------------------------------------------

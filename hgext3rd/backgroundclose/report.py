@@ -16,11 +16,14 @@ writer threads wrote and closed whole ("close, writers").
 
 After an apply inside another command (clone, pull, unbundle), the table
 is status output, which ``-q`` silences; JSON goes to standard error, so
-that standard output stays the command's.
+that standard output stays the command's: one line, one JSON object, per
+stream apply and per checkout, each with its ``kind`` (``stream``,
+``checkout``).  An operation's JSON key is its row's label as a key
+(``close-applier`` for "close, applier").
 """
 
 from mercurial.i18n import _
-from mercurial import formatter, util
+from mercurial import templatefilters, util
 
 from . import messages, settings
 
@@ -33,6 +36,14 @@ OPERATIONS = ('open', 'write', 'mkdir')
 CLOSE_OPERATIONS = ('close', 'close-background')
 # files written whole by writer threads (deferredwrite.py): closed there
 WRITER_OPERATIONS = ('close-written',)
+
+# an operation's key in JSON: its row's label, as a key
+_KEYS = {
+    'close': 'close-applier',
+    'close-background': 'close-threads',
+    'close-written': 'close-writers',
+    'core': 'core-steps',
+}
 
 _LABELS = {
     'stat': _(b'stat'),
@@ -65,6 +76,7 @@ class ApplyReport:
             for name in OPERATIONS + CLOSE_OPERATIONS + WRITER_OPERATIONS
         )
         return {
+            b'kind': b'stream',
             b'format': self.format,
             b'files': self.files,
             b'bytes': self.bytes,
@@ -77,7 +89,7 @@ class ApplyReport:
 def _ops_dict(stats):
     """(name, OpStat) pairs as bytes-keyed data for a formatter"""
     return {
-        name.encode('ascii'): {
+        _KEYS.get(name, name).encode('ascii'): {
             b'count': stat.count,
             b'seconds': stat.seconds,
             b'mean': stat.mean,
@@ -114,10 +126,10 @@ def write_text(ui, report):
         ],
     )
     closer = report.closer
-    if closer.get(b'dirs-created') or closer.get(b'dirs-existing'):
+    if closer.get(b'dirs-made') or closer.get(b'dirs-existing'):
         ui.write(
             _(b'  directories: %d made, %d found existing\n')
-            % (closer[b'dirs-created'], closer[b'dirs-existing'])
+            % (closer[b'dirs-made'], closer[b'dirs-existing'])
         )
     if closer.get(b'writers'):
         ui.write(
@@ -134,10 +146,10 @@ def write_text(ui, report):
         # closes burned CPU: the threads gave the applying thread a core
         # first (engine/sizing.py)
         peak = _(b'peak %d; threads at a lower priority') % closer[
-            b'peakqueued']
+            b'peak-queued']
     else:
-        peak = _(b'peak %d') % closer[b'peakqueued']
-    counts = (closer[b'threads'], closer[b'maxqueue'], peak)
+        peak = _(b'peak %d') % closer[b'peak-queued']
+    counts = (closer[b'threads'], closer[b'max-queued'], peak)
     if closer[b'reason']:
         reason = messages.reason(closer[b'reason'].decode('ascii'))
         ui.write(
@@ -154,20 +166,23 @@ def write_text(ui, report):
 
 
 def write_optable(ui, rows):
-    """print (label, closer.OpStat) rows: count, total, mean, maximum"""
+    """print (label, closer.OpStat) rows: count, total, mean, maximum; the
+    times of an operation counted but not timed (a report's clock off
+    for it) as not known, never as zero"""
     ui.write(
         b'  %-17s %9s %11s %11s %11s\n'
         % (_(b'operation'), _(b'count'), _(b'total'), _(b'mean'), _(b'max'))
     )
     for label, stat in rows:
+        timed = stat.count and stat.seconds > 0
         ui.write(
             b'  %-17s %9d %11s %11s %11s\n'
             % (
                 label,
                 stat.count,
-                util.timecount(stat.seconds) if stat.count else b'-',
-                util.timecount(stat.mean) if stat.count else b'-',
-                util.timecount(stat.max) if stat.count else b'-',
+                util.timecount(stat.seconds) if timed else b'-',
+                util.timecount(stat.mean) if timed else b'-',
+                util.timecount(stat.max) if timed else b'-',
             )
         )
 
@@ -231,6 +246,7 @@ def write_checkout_text(ui, figures):
 
 def _checkout_dict(figures):
     return {
+        b'kind': b'checkout',
         b'files': figures.files,
         b'bytes': figures.bytes,
         b'seconds': figures.seconds,
@@ -239,7 +255,7 @@ def _checkout_dict(figures):
         b'writers': figures.threads,
         b'written-by-writers': figures.ops['close-written'].count,
         b'peak-held': figures.peakheld,
-        b'dirs-created': figures.dirs_created,
+        b'dirs-made': figures.dirs_created,
         b'dirs-existing': figures.dirs_existing,
         b'ops': _ops_dict(figures.ops.items()),
     }
@@ -251,22 +267,16 @@ def show_checkout(ui, figures):
     standard error"""
     style = settings.report(ui)
     if style == settings.REPORT_JSON:
-        with formatter.formatter(
-            ui, _ErrorStream(ui), b'backgroundclose', {b'template': b'json'}
-        ) as fm:
-            _item(fm, _checkout_dict(figures))
+        _json_line(ui, _checkout_dict(figures))
     elif style != settings.REPORT_OFF and not ui.quiet:
         write_checkout_text(ui, figures)
 
 
-class _ErrorStream:
-    """what a formatter writes to, sent to the ui's standard error"""
-
-    def __init__(self, ui):
-        self._ui = ui
-
-    def write(self, *msgs, **opts):
-        self._ui.write_err(*msgs, **opts)
+def _json_line(ui, data):
+    """bytes-keyed ``data`` as one JSON object on one line of standard
+    error: a script reads a clone's stream apply and its checkout line by
+    line, told apart by their ``kind``"""
+    ui.write_err(templatefilters.json(data) + b'\n')
 
 
 def show_after_apply(ui, report, style):
@@ -275,11 +285,7 @@ def show_after_apply(ui, report, style):
     standard error whatever ``-q`` says, since standard output is the
     command's"""
     if style == b'json':
-        opts = {b'template': b'json'}
-        with formatter.formatter(
-            ui, _ErrorStream(ui), b'backgroundclose', opts
-        ) as fm:
-            _fill(fm, ui, [report])
+        _json_line(ui, report.todict())
     elif not ui.quiet:
         show(ui, [report], style)
 
