@@ -292,24 +292,28 @@ bench-releases: $(SHIM)
 	done
 	$(PYTHON) bench/releases.py
 
-# the sdist, then the wheel built from it as pip would (so that the sdist is
-# known to hold what building needs), with setuptools' own PEP 517 hooks in
-# the virtualenv: no build tool besides setuptools.  The wheel holds the C
-# modules where they build (POSIX with a C compiler); where they do not,
-# the build goes on without them, but not this target: its wheel would
-# close on Python threads only.  What setuptools printed: build/dist.log
-BUILD_HOOK = $(abspath $(BIN))/python -c \
-	"import sys; from setuptools import build_meta as b; getattr(b, sys.argv[1])(sys.argv[2])"
-dist: $(STAMP)
-	rm -rf dist build/dist
-	mkdir -p dist build/dist
-	$(BUILD_HOOK) build_sdist dist > build/dist.log 2>&1 \
+# the sdist, then the wheel built from it by pip (PEP 517, in an isolated
+# build environment holding only pyproject.toml's build requirements), so
+# that the sdist is known to hold what building needs.  The sdist is built
+# in a virtualenv of its own (build/dist-env) with only setuptools, not in
+# the test virtualenv.  The wheel holds the C modules where they build
+# (POSIX with a C compiler); where they do not, the build goes on without
+# them, but not this target: its wheel would close on Python threads only.
+# What the builds printed: build/dist.log
+DIST_ENV := build/dist-env
+dist:
+	rm -rf dist build/dist $(DIST_ENV)
+	mkdir -p dist build
+	$(PYTHON) -m venv $(DIST_ENV)
+	$(DIST_ENV)/bin/pip install --quiet --disable-pip-version-check \
+		"setuptools>=77" > build/dist.log 2>&1 || { cat build/dist.log; exit 1; }
+	$(DIST_ENV)/bin/python -c "from setuptools import build_meta as b; \
+		b.build_sdist('dist')" >> build/dist.log 2>&1 \
 		|| { cat build/dist.log; exit 1; }
-	tar -xzf dist/hg_backgroundclose-*.tar.gz -C build/dist
-	cd build/dist/hg_backgroundclose-* && \
-		$(BUILD_HOOK) build_wheel $(abspath dist) >> $(abspath build/dist.log) 2>&1 \
-		|| { cat $(abspath build/dist.log); exit 1; }
-	@$(BIN)/python -c "import glob, os, sys, zipfile; \
+	$(DIST_ENV)/bin/pip wheel --no-deps --disable-pip-version-check \
+		--wheel-dir dist dist/hg_backgroundclose-*.tar.gz \
+		>> build/dist.log 2>&1 || { cat build/dist.log; exit 1; }
+	@$(DIST_ENV)/bin/python -c "import glob, os, sys, zipfile; \
 		names = zipfile.ZipFile(glob.glob('dist/*.whl')[0]).namelist(); \
 		missing = [m for m in ('_closelane', '_opstat') if os.name == 'posix' \
 			and not any(n.startswith('hgext3rd/backgroundclose/%s.' % m) \
