@@ -92,6 +92,22 @@ what it is, with the keys of the table's rows:
   > PY
   stream * ['close-applier', 'close-threads', 'close-writers', 'mkdir', 'open', 'write'] (glob)
   checkout * ['close-applier', 'close-writers', 'core-steps', 'mkdir', 'open', 'stat', 'write'] (glob)
+
+Every directory of the working copy was made once, whichever update
+worker made it, and the checkout's line says so (the others found it
+made):
+
+  $ python3 - <<PY
+  > import json, os
+  > [checkout] = [r for r in map(json.loads, open('whole.json'))
+  >               if r['kind'] == 'checkout']
+  > dirs = sum(len([d for d in names if d != '.hg']) if top == 'ssh-json-whole'
+  >            else len(names) for top, names, _ in os.walk('ssh-json-whole')
+  >            if not top.startswith('ssh-json-whole/.hg'))
+  > print(dirs > 100, checkout['dirs-made'] == dirs,
+  >       checkout['dirs-existing'] < checkout['dirs-made'])
+  > PY
+  True True True
   $ hg clone -q -U --stream ssh://user@dummy/src ssh-json \
   >   --config worker.backgroundclosereport=json \
   >   --config worker.backgroundclose=yes \
