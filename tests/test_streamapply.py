@@ -17,7 +17,7 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
 
-from hgext3rd.backgroundclose import streamapply  # noqa: E402
+from hgext3rd.backgroundclose import engine, streamapply  # noqa: E402
 
 
 @pytest.fixture
@@ -516,3 +516,106 @@ def test_a_take_back_waits_for_core_s_writer_and_closes_none_of_its_files(
     # the writer stopped within the file: its second chunk never written
     assert session.book.merged()['write'].bytes == len(b'first part, ')
     assert os.listdir(repo.svfs.join(b'')) in ([], [b'requires'])
+
+
+@pytest.mark.parametrize('chunks', [[b'manifest'], []],
+                         ids=['with data', 'empty'])
+def test_a_core_writer_whose_open_outlasts_the_take_back_removes_its_file(
+    repo_with, monkeypatch, chunks
+):
+    # one of core's writers is still in its open when the apply fails; the
+    # take-back waits the grace period for it, then goes on without it.
+    # The open then returns, creating the file after the take-back: the
+    # writer must remove it, or an empty file stays in a failed clone
+    repo = repo_with([
+        (b'backgroundclosemaxthreadcount', b'4'),
+        (b'backgroundclosethreshold', b'30'),
+        (b'backgroundclose', b'no'),
+    ])
+    monkeypatch.setattr(engine.Closer, 'GRACE', 0.2)
+    session = streamapply.ApplySession(repo, b'v2')
+    opening = threading.Event()
+    release = threading.Event()
+    real_open = engine.open_owned
+
+    def held_open(path, *args, **kwargs):
+        if threading.current_thread().name == 'core writer':
+            opening.set()
+            release.wait(10)
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(engine, 'open_owned', held_open)
+    # at the top of the store, which the take-back leaves in place
+    name = repo.svfs.join(b'00manifest.i')
+    writer = threading.Thread(
+        target=session.v2.write_files,
+        args=([(name, None, iter(chunks))],),
+        name='core writer',
+    )
+    writer.start()
+    try:
+        assert opening.wait(10)
+        session.finish(failing=True)  # gives up on the writer after 0.2 s
+        assert session.v2._corewriting == 1
+        release.set()
+        writer.join(10)
+        assert not writer.is_alive()
+    finally:
+        release.set()
+        writer.join(10)
+        session.closer.finish(failing=True)
+    assert not os.path.lexists(name)
+    assert session.v2._corewriting == 0
+
+
+def test_a_failure_other_than_a_file_error_on_a_core_writer_is_the_files(
+    repo_with, monkeypatch
+):
+    # a MemoryError on one of core's writers is kept for the applying
+    # thread as a failure of that file, not left to Python's thread hook;
+    # the writer reads on, so that core's reader is not held up
+    repo = repo_with([
+        (b'backgroundclosemaxthreadcount', b'4'),
+        (b'backgroundclosethreshold', b'30'),
+        (b'backgroundclose', b'no'),
+    ])
+    session = streamapply.ApplySession(repo, b'v2')
+    data = repo.svfs.join(b'data')
+    os.makedirs(data)
+    hooked = []
+    monkeypatch.setattr(threading, 'excepthook', hooked.append)
+    real_write = engine.write_all
+
+    def failing_write(fd, chunk):
+        if chunk == b'boom':
+            raise MemoryError
+        return real_write(fd, chunk)
+
+    monkeypatch.setattr(engine, 'write_all', failing_write)
+    read = []
+
+    def chunks(*parts):
+        for part in parts:
+            read.append(part)
+            yield part
+
+    files = [
+        (os.path.join(data, b'a.i'), None, chunks(b'boom', b'rest of a')),
+        (os.path.join(data, b'b.i'), None, chunks(b'b')),
+    ]
+    writer = threading.Thread(
+        target=session.v2.write_files, args=(iter(files),),
+        name='core writer',
+    )
+    writer.start()
+    writer.join(10)
+    try:
+        assert not writer.is_alive() and hooked == []
+        assert read == [b'boom', b'rest of a', b'b']
+        with pytest.raises(engine.FileError) as caught:
+            session.closer.raise_failure()
+        assert caught.value.name == files[0][0]
+        assert isinstance(caught.value.error, MemoryError)
+        assert caught.value.action == 'writing'
+    finally:
+        session.closer.finish(failing=True)

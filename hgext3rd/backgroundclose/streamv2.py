@@ -176,9 +176,23 @@ class StreamV2Writer:
         mine = set()
         with self._corewriters:
             self._corewriting += 1
+        # the file this writer is at, for a failure that is no FileError
+        current = [(None, None, ())]
         try:
             self.writes_elsewhere = True
-            return self._write(info, mine)
+            try:
+                return self._write(_tracking(info, current), mine)
+            except Exception as exc:
+                # (a MemoryError, a bug): kept for the applying thread as
+                # a failure of that file, never left to Python's thread
+                # hook, where the apply would fail as if the stream were
+                # malformed, or not at all
+                path, _mode, data = current[0]
+                self._session.closer.record(
+                    engine.FileError(path, exc, 'writing')
+                )
+                _drain([(path, None, data)])
+                _drain(info)
         finally:
             for fd in mine:
                 engine.close_quietly(fd)
@@ -328,8 +342,10 @@ class StreamV2Writer:
                 held = None
                 for chunk in data:
                     if not onmain and cancelled.is_set():
-                        # taken back meanwhile: this writer's descriptor
-                        # is closed as it leaves (write_files)
+                        # taken back meanwhile, maybe while the open
+                        # waited past the take-back's grace period: the
+                        # file goes too
+                        _remove_taken_back(fd, path, mine)
                         return
                     if holding:
                         holding = False
@@ -365,6 +381,11 @@ class StreamV2Writer:
                 # every thread is done (closing it here could hang where
                 # closes do)
                 raise
+            if not onmain and cancelled.is_set():
+                # (an empty file, or its last chunk written as the apply
+                # was taken back)
+                _remove_taken_back(fd, path, mine)
+                return
             try:
                 closer.close(fd, path, held)
             except engine.FileError as exc:
@@ -453,6 +474,36 @@ class StreamV2Writer:
         session.skip_ends()
 
 # wrappers -----------------------------------------------------------------
+
+
+def _tracking(info, current):
+    """``info``'s items, each kept in ``current[0]`` as it is given out"""
+    for item in info:
+        current[0] = item
+        yield item
+
+
+def _drain(info):
+    """what is left of ``info`` read and dropped, so that core's reading
+    thread is not held up by a writer that left; a second failure ends
+    it"""
+    try:
+        for _path, _mode, data in info:
+            for _chunk in data:
+                pass
+    except Exception:
+        pass
+
+
+def _remove_taken_back(fd, path, mine):
+    """a core writer's file that the apply's take-back may not have seen
+    (it was opened after): closed, out of ``mine``, and removed"""
+    mine.discard(fd)
+    engine.close_quietly(fd)
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def makedirs(session, orig, name, *args, **kwargs):
