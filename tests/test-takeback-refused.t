@@ -36,6 +36,30 @@ verifies:
   $ hg -R hooked verify -q
   $ hg -R hooked log -T '{rev}\n'
 
+The same with worker.backgroundclosejournal, which registers each file
+with the transaction (for hg recover after a killed apply): the files the
+system refuses to remove do not make core's rollback fail, where core
+alone, which registers none of them, rolls back (core says it rolls back,
+as the transaction holds entries); no journal is left, and hg recover has
+nothing to do:
+
+  $ hg init journaled
+  $ refused hg -R journaled unbundle -q v2.hg --config hooks.pretxnclose.x=false \
+  >   --config worker.backgroundclosejournal=yes
+  transaction abort!
+  warning: * files the failed stream apply wrote could not be removed, the first data/*: Permission denied (glob)
+  (the repository does not use them: remove them by hand, or remove the repository and clone again)
+  rollback completed
+  abort: pretxnclose.x hook exited with status 1
+  [255]
+  $ ls journaled/.hg/store
+  data
+  requires
+  $ hg -R journaled verify -q
+  $ hg -R journaled recover
+  no interrupted transaction available
+  [1]
+
 Without the shim, the same failure leaves the repository as new:
 
   $ hg init clean

@@ -108,8 +108,9 @@ core's own):
 
 ``backgroundclosejournal``
   Register each file a stream apply writes with its transaction, so that
-  :hg:`recover` after a killed apply removes them, at a little time a
-  file. (default: false)
+  :hg:`recover` after a killed apply removes them, at a journal write a
+  file.  A file the system refuses to remove is left, and named; after a
+  kill, :hg:`recover` fails until it can be removed. (default: false)
 
 ``backgroundclosereport``
   After each stream apply and update, a timing table (``true``; not with

@@ -86,6 +86,12 @@ def transaction_committed(tr):
     return getattr(tr, '_usages', 0) > 0
 
 
+def journal_length(tr):
+    """how many entries ``tr``'s journal holds: those added at offset 0
+    and the others (private attributes of every release from 6.5 to 7.2)"""
+    return len(tr._newfiles) + len(tr._offsetmap)
+
+
 def remove_new_files_on_abort(tr):
     """make ``tr``'s abort remove the files registered with it at offset 0
     on Mercurial 6.5 too, as later releases do, instead of making them

@@ -37,6 +37,11 @@ class ApplyJournal:
         self._svfs = repo.svfs
         self._cancelled = cancelled
         self._registering = threading.Lock()
+        # where this apply's entries stand among the transaction's, which
+        # are kept in the order they were added: the first one's place,
+        # and how many (core's own stream apply adds none while it runs)
+        self._first = None
+        self._count = 0
         # stream v2 from Mercurial 7.0 on: path -> (store vfs, name) of each
         # file prepared, until it is opened (and registered)
         self.storenames = {}
@@ -102,7 +107,12 @@ class ApplyJournal:
                 # its transaction aborts: too late to add anything
                 if self._cancelled.is_set() or not tr.running():
                     return
+                before = compat.journal_length(tr)
                 tr.add(path, 0)
+                if compat.journal_length(tr) != before:  # (not known yet)
+                    if self._first is None:
+                        self._first = before
+                    self._count += 1
         except OSError as exc:
             raise engine.FileError(vfs.join(path), exc, 'opening') from exc
 
@@ -138,6 +148,7 @@ class ApplyJournal:
         if self.journaled:
             self._tr = tr
             compat.remove_new_files_on_abort(tr)
+            self._roll_back_own_entries(tr)
         self._watched = weakref.ref(tr)
 
         def aborting(tr):
@@ -147,6 +158,37 @@ class ApplyJournal:
 
         # one callback per category: registering again replaces it
         tr.addabort(b'backgroundclose-undo', aborting)
+
+    def _roll_back_own_entries(self, tr):
+        """have ``tr``'s rollback leave this apply's own entries to the
+        apply: core registers none of a stream's files, so a file the
+        system refuses to remove (a read-only directory, a stale mount)
+        must not make core's rollback fail where core alone would have
+        rolled back.  The take-back, run before it as the abort's
+        callback, removed what it could and named the rest; what is left
+        of them is removed here, quietly, a refusal left.  ``hg recover``
+        after a killed apply still reads every entry."""
+        playback = tr._do_full_abort
+        svfs = self._svfs
+        journal_ref = weakref.ref(self)
+
+        def do_full_abort(entries):
+            journal = journal_ref()
+            if journal is not None and journal._first is not None:
+                first = journal._first
+                end = first + journal._count
+                own = [name for name, offset in entries[first:end]
+                       if not offset]
+                if len(own) == journal._count:
+                    entries = entries[:first] + entries[end:]
+                    for name in own:
+                        try:
+                            svfs.unlink(name)
+                        except OSError:
+                            pass  # named by the take-back already
+            return playback(entries)
+
+        tr._do_full_abort = do_full_abort
 
     def committed(self):
         """whether the transaction the apply ran in committed
