@@ -36,6 +36,24 @@ each, that measure the file system again now and then (3 in 1,500 files):
   $ [ "$inline" -le $((256 + 3 * 8)) ] && echo "at most 256 closed inline after the onset, and the probes"
   at most 256 closed inline after the onset, and the probes
 
+The same in a stream v1 apply (clone bundles in v1, a server that only
+speaks v1).  Its files are left to core only where another extension
+wraps core's open (tests/writepath.py here; else the session opens them
+itself): core then hands each skip's closes back to the closer, which
+times one in 64 of them, so that the onset ends the skip there too
+(without that timing, no close would go to threads):
+
+  $ hg -R src debugcreatestreamclonebundle v1.hg > /dev/null
+  $ hg init v1onset
+  $ SLOWCLOSE_US=700 SLOWCLOSE_FROM=1500 slow \
+  >   hg -R v1onset debugapplystreamclonebundle --debug v1.hg \
+  >   --config worker.backgroundclosereport=false \
+  >   --config extensions.writepath="$TESTDIR/writepath.py" \
+  >   --config writepath.override=vfscall > v1onset.out
+  $ grep '^backgroundclose:' v1onset.out
+  backgroundclose: \d+ stream closes \(\d+ on threads\), background mode, \d+ native threads, 1 switches \(closes measured slow\)(, threads at a lower priority)?, \d+ skips ended early \(the last by a .* close\) (re)
+  $ hg -R v1onset verify -q
+
 Without the onset, closes stay cheap and the closer says nothing:
 
   $ SLOWCLOSE_US=700 SLOWCLOSE_FROM=1000000 slow \
