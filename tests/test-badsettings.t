@@ -40,7 +40,7 @@ summary" as before, no "interrupted update":
   $ hg -R wc status --all | sort | cmp - before && echo "wc: as before"
   wc: as before
   $ hg -R wc summary | grep -i 'interrupted\|parent'
-  parent: 0:c87d6fa628c6 
+  parent: 0:* (glob)
 
 The same for hg merge, which updates the working directory too:
 

@@ -4,8 +4,8 @@ Other extensions on the write path of an update
 The checkout writes regular files itself, beside core's batchget. Where
 another extension overrides or wraps any function on core's write path
 (the repository's wwrite, a working file's write or clearunknown, the
-vfs's write, setflags or __call__, or the auditor), the whole update is
-core's own, so that the other extension sees and changes every file as it
+vfs's write, setflags or __call__, the auditor, or batchget itself inside
+this extension's wrapper), the whole update is core's own, so that the other extension sees and changes every file as it
 does without this one. tests/writepath.py is such an extension, one
 override at a time: .txt files get a prefix, .sh files the exec bit, a log
 under .hg lists the paths.
@@ -28,7 +28,7 @@ checkout would write every file) and without it: the same tree, contents,
 modes, dirstate and log, and no checkout of the extension's (no --debug
 line):
 
-  $ for kind in wwrite fctxwrite clearunknown vfswrite setflags vfscall; do
+  $ for kind in wwrite fctxwrite clearunknown vfswrite setflags vfscall batchget; do
   >   hg clone -q -U src $kind-core
   >   hg -R $kind-core update -q tip $override --config writepath.override=$kind $without
   >   hg clone -q -U src $kind-ext
@@ -46,6 +46,7 @@ line):
   vfswrite: as core
   setflags: as core
   vfscall: as core
+  batchget: as core
 
 Each override did change what was written, so each comparison above
 could fail:
@@ -61,6 +62,8 @@ could fail:
   120
   $ grep -c '^open ' vfscall-ext/.hg/writepath.log
   40
+  $ cat batchget-ext/.hg/writepath.log
+  batchget 120
 
 A repository subclass that leaves the write path alone, as many
 extensions make one in reposetup, changes nothing the checkout skips: the

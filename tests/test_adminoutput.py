@@ -284,7 +284,7 @@ def test_a_topic_without_cores_entries_is_left_alone():
 def test_the_settings_text_is_the_extensions_help():
     text = confighelp.settings_text(extension.__doc__.encode('utf-8'))
     assert text.startswith(
-        b'``backgroundclosepolicy``\n    ``adaptive`` times closes')
+        b'``backgroundclosepolicy``\n    ``adaptive`` (or ``auto``) times')
     assert text.count(b'\n``backgroundclose') == len(SETTINGS) - 1
 
 

@@ -135,6 +135,33 @@ def test_not_an_integer_is_core_s_error_with_the_hint():
     assert caught.value.hint == b'see "hg help -e backgroundclose"'
 
 
+def test_a_start_set_alone_above_the_default_maximum_raises_it():
+    # core's own setting, valid for a Mercurial without the extension
+    options = settings.closer_options(
+        configured(backgroundclosethreadcount=b'100'))
+    assert (options['threads'], options['maxthreads']) == (100, 100)
+
+
+@pytest.mark.parametrize('name, value', [
+    (b'backgroundclose', False),
+    (b'backgroundclose', True),
+    (b'backgroundclosereport', True),
+])
+def test_values_a_program_set_are_read_not_tracebacks(name, value):
+    ui = uimod.ui()
+    ui.setconfig(b'worker', name, value, b'program')
+    settings.validate(ui)
+    settings.describe_policy(ui)
+
+
+def test_a_count_a_program_set_is_quoted_when_refused():
+    ui = uimod.ui()
+    ui.setconfig(b'worker', b'backgroundclosemaxqueue', 70000, b'program')
+    with pytest.raises(error.ConfigError) as caught:
+        settings.closer_options(ui)
+    assert caught.value.message.endswith(b"('70000')")
+
+
 def test_a_start_above_the_maximum_set_is_refused():
     ui = configured(backgroundclosethreadcount=b'16',
                     backgroundclosemaxthreadcount=b'4')

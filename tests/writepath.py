@@ -9,7 +9,8 @@
 extensions do (a repository subclass made in ``reposetup``, a wrapper of a
 class's method, an auditor of its own), so that a checkout that skipped
 the override shows it: ``.txt`` files get a prefix, ``.sh`` files the
-exec bit, a log under ``.hg`` lists the paths, or a path is refused."""
+exec bit, a log under ``.hg`` lists the paths (or the batches of core's
+``batchget``), or a path is refused."""
 
 from mercurial import (
     context,
@@ -103,6 +104,22 @@ _WRAPPERS = {
     b'setflags': (vfsmod.abstractvfs, 'setflags', _setflags),
     b'vfscall': (vfsmod.vfs, '__call__', _vfscall),
 }
+
+
+def _batchget(orig, repo, mctx, wctx, wantfiledata, actions):
+    _logged(repo, b'batchget', b'%d' % len(actions))
+    return orig(repo, mctx, wctx, wantfiledata, actions)
+
+
+def uisetup(ui):
+    # before every extension's extsetup: inside the backgroundclose
+    # extension's own wrapper of batchget
+    if ui.config(b'writepath', b'override') == b'batchget':
+        try:
+            from mercurial.merge_utils import update as owner
+        except ImportError:  # before Mercurial 7.0
+            from mercurial import merge as owner
+        extensions.wrapfunction(owner, 'batchget', _batchget)
 
 
 def extsetup(ui):

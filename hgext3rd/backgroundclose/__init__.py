@@ -64,7 +64,7 @@ core's own):
   ==========  ======  =============  ===============
 
 ``backgroundclosepolicy``
-  ``adaptive`` times closes and decides; ``background`` always closes on
+  ``adaptive`` (or ``auto``) times closes and decides; ``background`` always closes on
   threads; ``inline`` on the applying thread.  Unset, ``backgroundclose``
   decides.  Set this, not ``backgroundclose``, to undo a ``true`` or
   ``false`` set system-wide.  :hg:`config worker.backgroundclosepolicy`
@@ -77,8 +77,8 @@ core's own):
   ``adaptive``, but Mercurial without the extension refuses it.
 
 ``backgroundclosethreadcount``
-  Threads started when background closing begins, 1 to 256, and no more
-  than ``backgroundclosemaxthreadcount``. (default: 4)
+  Threads started when background closing begins, 1 to 256; set alone
+  above ``backgroundclosemaxthreadcount``, it raises that. (default: 4)
 
 ``backgroundclosemaxthreadcount``
   Most threads the closer grows to when closes are slow, 1 to 256, and no

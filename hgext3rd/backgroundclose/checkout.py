@@ -62,8 +62,10 @@ _IN_THE_WAY = frozenset((errno.ENOENT, errno.ENOTDIR, errno.ELOOP))
 
 def batchget(orig, repo, mctx, wctx, wantfiledata, actions):
     """core's ``batchget`` (wrapped): the files of ``actions`` written by a
-    ``Checkout``, where one can write them as core would"""
-    if not _applies(repo, wctx, actions):
+    ``Checkout``, where one can write them as core would, and where
+    ``orig`` is core's own (another extension's wrapper put in place
+    before this one, in its ``uisetup`` say, runs, and core's with it)"""
+    if not (_core_s_function(orig) and _applies(repo, wctx, actions)):
         checkoutsummary.left_to_core(repo, len(actions))
         return orig(repo, mctx, wctx, wantfiledata, actions)
     return Checkout(repo, wctx).get(mctx, wantfiledata, actions)
@@ -129,6 +131,16 @@ def _core_s_write_path(repo, wctx, actions):
             ):
                 return False
     return True
+
+
+def _core_s_function(function):
+    """whether ``function`` is core's own, not a wrapper another extension
+    put in place (``extensions.wrapfunction`` gives a wrapper the
+    ``__module__`` of what it wraps, and ``_origfunc``)"""
+    module = getattr(function, '__module__', None) or ''
+    return module.startswith('mercurial.') and not hasattr(
+        function, '_origfunc'
+    )
 
 
 def _core_s_class(cls, core):
@@ -339,8 +351,7 @@ class Checkout:
             finally:
                 self.finish(failing, abandoned)
         except engine.FileError as exc:
-            failure = _core_s_error(exc)
-            raise failure from (None if failure is exc.error else exc)
+            raise _core_s_error(exc) from exc
         if i > 0:
             yield False, (i, f)
         self.summarize()
@@ -516,11 +527,14 @@ def _core_s_error(exc):
     core names none (a failed write); else the extension's words"""
     cause = exc.error
     if isinstance(cause, error.Abort):
-        return cause
+        return error.Abort(cause.message, hint=cause.hint)
     if isinstance(cause, OSError) and cause.strerror:
-        if cause.filename is None:
-            return OSError(cause.errno, cause.strerror, exc.name)
-        return cause
+        # a new one (a subclass by its errno): the writer's own stays as it
+        # was, with its traceback, in the chain
+        return OSError(
+            cause.errno, cause.strerror,
+            exc.name if cause.filename is None else cause.filename,
+        )
     return messages.file_abort(exc, exc.name)
 
 

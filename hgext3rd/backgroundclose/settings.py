@@ -14,7 +14,7 @@ as core's own are.
 """
 
 from mercurial.i18n import _
-from mercurial import error
+from mercurial import error, pycompat
 from mercurial.utils import stringutil
 
 from . import engine, messages
@@ -58,9 +58,12 @@ def _hint():
 
 def _bad(name, value, what):
     """core's kind of error for a setting: ``config error:``, the value
-    quoted, the one hint"""
+    quoted (bytes from a file; anything from a program that set it), the
+    one hint"""
     return error.ConfigError(
-        _(b"%s.%s %s ('%s')") % (SECTION, name, what, value), hint=_hint()
+        _(b"%s.%s %s ('%s')")
+        % (SECTION, name, what, pycompat.bytestr(value)),
+        hint=_hint(),
     )
 
 
@@ -119,7 +122,7 @@ def chosen_policy(ui):
     """
     value = ui.config(SECTION, POLICY)
     if value is not None:
-        chosen = _POLICIES.get(value.strip().lower())
+        chosen = _POLICIES.get(pycompat.bytestr(value).strip().lower())
         if chosen is None:
             raise _bad(
                 POLICY, value, _(b'is not adaptive, background or inline')
@@ -131,9 +134,12 @@ def chosen_policy(ui):
     value = ui.config(SECTION, b'backgroundclose', None)
     if value is None:
         return engine.ADAPTIVE, None
-    if value.strip().lower() == b'auto':
+    if isinstance(value, bool):  # set by a program, as core's may be
+        forced = value
+    elif value.strip().lower() == b'auto':
         return engine.ADAPTIVE, b'backgroundclose'
-    forced = stringutil.parsebool(value)
+    else:
+        forced = stringutil.parsebool(value)
     if forced is None:
         # core's own words for it
         raise _bad(b'backgroundclose', value, _(b'is not a boolean'))
@@ -152,7 +158,7 @@ def describe_policy(ui):
             b'the %s policy, as neither worker.backgroundclosepolicy nor '
             b'worker.backgroundclose is set'
         ) % policy
-    value = ui.config(SECTION, setting, None).strip()
+    value = pycompat.bytestr(ui.config(SECTION, setting, None)).strip()
     source = ui.configsource(SECTION, setting) or b'?'
     sentence = _(b'the %s policy, as worker.%s=%s (%s)') % (
         policy, setting, value, source
@@ -179,7 +185,9 @@ def closer_options(ui):
     threads = _count(ui, b'backgroundclosethreadcount')
     maxthreads = _count(ui, b'backgroundclosemaxthreadcount')
     if threads > maxthreads:
-        if ui.configsource(SECTION, b'backgroundclosethreadcount'):
+        startset = ui.configsource(SECTION, b'backgroundclosethreadcount')
+        maxset = ui.configsource(SECTION, b'backgroundclosemaxthreadcount')
+        if startset and maxset:
             raise error.ConfigError(
                 _(
                     b'%s.backgroundclosethreadcount (%d) is more than '
@@ -188,8 +196,13 @@ def closer_options(ui):
                 % (SECTION, threads, SECTION, maxthreads),
                 hint=_hint(),
             )
-        # core's default start, below a maximum the user lowered
-        threads = maxthreads
+        if startset:
+            # core's own setting, set alone (a Mercurial without the
+            # extension takes it): the default maximum makes room
+            maxthreads = threads
+        else:
+            # core's default start, below a maximum the user lowered
+            threads = maxthreads
     return {
         'policy': chosen,
         'threads': threads,
@@ -236,6 +249,8 @@ def report(ui):
     value = ui.config(SECTION, b'backgroundclosereport')
     if value is None:
         return REPORT_OFF
+    if isinstance(value, bool):  # set by a program
+        return REPORT_TEXT if value else REPORT_OFF
     if value.strip().lower() == REPORT_JSON:
         return REPORT_JSON
     flag = stringutil.parsebool(value)
