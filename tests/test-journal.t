@@ -117,3 +117,32 @@ again and verifies (core would keep the files while saying it rolled back):
   $ hg -R v1-no verify -q
   $ hg -R v1-no log -r tip -T '{rev}\n'
   -1
+
+Killed in the middle of a file, between its first byte and its last: the
+file was registered before its first byte, so hg recover removes it too.
+The stream comes through a named pipe, which holds the apply two
+megabytes into a 4 MB file until it is killed:
+
+  $ hg init big
+  $ python3 -c "import os; open('big/blob.bin', 'wb').write(os.urandom(4000000))"
+  $ echo small > big/small
+  $ hg -R big commit -qAm big
+  $ hg -R big bundle -q -a --type 'none-v2;stream=v2' big.hg
+  $ held=$(python3 -c "print(open('big.hg', 'rb').read().find(b'data/blob.bin.d') + 2000000)")
+  $ mkfifo pipe
+  $ hg init midfile
+  $ hg -R midfile unbundle -q pipe > /dev/null 2>&1 &
+  $ pid=$!
+  $ exec 3> pipe
+  $ head -c $held big.hg >&3
+  $ for i in $(seq 100); do
+  >   [ -s midfile/.hg/store/data/blob.bin.d ] && break; sleep 0.1
+  > done
+  $ sleep 0.2; kill -9 $pid; wait $pid 2>/dev/null
+  [137]
+  $ exec 3>&-
+  $ [ -s midfile/.hg/store/data/blob.bin.d ] && echo "killed within the file"
+  killed within the file
+  $ hg -R midfile recover -q 2>/dev/null
+  $ echo "$(written midfile) files left"
+  0 files left

@@ -97,7 +97,7 @@ def _applies(repo, wctx, actions):
 # file subclass that leaves these functions alone changes nothing the
 # checkout skips), and the functions
 _WRITE_PATH = (
-    (localrepo.localrepository, False, ('wwrite',)),
+    (localrepo.localrepository, False, ('wwrite', 'wwritedata')),
     (context.workingfilectx, False, ('write', 'clearunknown')),
     (vfsmod.vfs, True, ('__call__', 'write', 'setflags')),
     (pathutil.pathauditor, True, ('__call__',)),
