@@ -108,7 +108,7 @@ thread, no writer thread, and the update is core's own (no checkout line):
   $ grep -e '^backgroundclose:' -e 'writer' inline.out
   [1]
   $ grep -e '^  close' -e '^  closer' inline.out
-    close, applier          306 * (glob)
+    close, applier          30? * (glob)
     close, threads            0           -           -           -
     closer: inline, inline, 0 threads, at most 384 files queued (peak 0)
   $ hg -R inline update -q null

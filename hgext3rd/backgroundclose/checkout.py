@@ -97,10 +97,10 @@ def _applies(repo, wctx, actions):
 # file subclass that leaves these functions alone changes nothing the
 # checkout skips), and the functions
 _WRITE_PATH = (
-    (localrepo.localrepository, False, ('wwrite', 'wwritedata')),
-    (context.workingfilectx, False, ('write', 'clearunknown')),
-    (vfsmod.vfs, True, ('__call__', 'write', 'setflags')),
-    (pathutil.pathauditor, True, ('__call__',)),
+    (localrepo, 'localrepository', False, ('wwrite', 'wwritedata')),
+    (context, 'workingfilectx', False, ('write', 'clearunknown')),
+    (vfsmod, 'vfs', True, ('__call__', 'write', 'setflags')),
+    (pathutil, 'pathauditor', True, ('__call__',)),
 )
 
 
@@ -117,11 +117,12 @@ def _core_s_write_path(repo, wctx, actions):
         repo.wvfs,
         repo.wvfs.audit,
     )
-    for obj, (cls, exact, names) in zip(objects, _WRITE_PATH):
+    for obj, (module, clsname, exact, names) in zip(objects, _WRITE_PATH):
         if obj is None:  # no file: no working file to write through
             continue
-        if exact and not _core_s_class(type(obj), cls):
+        if exact and not _core_s_class(type(obj), module, clsname):
             return False
+        cls = getattr(module, clsname)
         for name in names:
             core = seams.core_s_own(cls, name)
             if (
@@ -143,11 +144,13 @@ def _core_s_function(function):
     )
 
 
-def _core_s_class(cls, core):
-    """whether ``cls`` is core's class ``core``: by name and module, as
-    another extension may have put a class of its own in core's module
-    before this one ran (modules load lazily)"""
-    return cls.__module__ == core.__module__ and cls.__name__ == core.__name__
+def _core_s_class(cls, module, name):
+    """whether ``cls`` is core's class ``name`` of ``module``: by name and
+    module, as another extension may have put a subclass of its own in
+    core's module before this one ran (modules load lazily); such a
+    subclass's functions are not core's either (``seams.core_s_own``
+    finds them defined elsewhere)"""
+    return cls.__module__ == module.__name__ and cls.__name__ == name
 
 
 class CheckoutFile:
