@@ -37,9 +37,10 @@ REPORT_OFF = b'off'
 REPORT_TEXT = b'text'
 REPORT_JSON = b'json'
 
-# every count's lowest and highest value, checked before anything starts:
-# a thread is a megabyte or more of address space and a descriptor's wait,
-# and more than this many gain nothing on any file system measured
+# every count's lowest and highest value, checked before anything starts
+# (a typo must not start tens of thousands of threads, each with its own
+# stack): four times the default maximum of threads, and a queue of files
+# past which the descriptor limit clamps it on any usual system anyway
 MAXTHREADS = 256
 COUNTS = {
     b'backgroundclosethreadcount': (1, MAXTHREADS),
