@@ -71,7 +71,7 @@ test: $(STAMP) $(SHIM)
 # load the close-latency shim
 unit: $(STAMP) $(SHIM)
 	SLOWCLOSE_SO="$(abspath $(SHIM))" BACKGROUNDCLOSE_REQUIRE_NATIVE=1 \
-		$(BIN)/python -m pytest -q tests $(PYTEST_ARGS)
+		$(BIN)/python -m pytest -q --durations=10 tests $(PYTEST_ARGS)
 
 # three at a time: most cram tests wait on modelled slow closes and sleeps.
 # Tests that interrupt hg need SIGINT handled, even when make runs as a

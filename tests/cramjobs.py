@@ -76,6 +76,7 @@ def main():
     if args.failures:
         failures = open(args.failures, 'w', encoding='utf-8')
     failed = []
+    times = []
     total_cpu = 0.0
     started = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
@@ -95,6 +96,11 @@ def main():
                 verdict = 'skipped'
             print('%-36s %-8s %6.1f s %6.1f s CPU' % (
                 path, verdict, seconds, cpu), flush=True)
+            times.append((seconds, cpu, path))
+    # what to look at first when the suite grows past its budget
+    print('the %d longest:' % min(10, len(times)))
+    for seconds, cpu, path in sorted(times, reverse=True)[:10]:
+        print('  %-34s %6.1f s %6.1f s CPU' % (path, seconds, cpu))
     print('%d tests, %d failed, %.0f s, %.0f s CPU' % (
         len(tests), len(failed), time.monotonic() - started, total_cpu))
     if failures:
