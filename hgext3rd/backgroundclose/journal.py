@@ -24,6 +24,11 @@ from . import (
 )
 
 
+# transaction -> the applies (weakly) whose own entries its rollback
+# leaves to them: one wrapper of its abort for all of them
+_JOURNALS = weakref.WeakKeyDictionary()
+
+
 class ApplyJournal:
     """what a stream apply into ``repo`` tells its transaction, and what
     it takes back; ``describe`` names a path in messages, ``cancelled`` (a
@@ -167,28 +172,45 @@ class ApplyJournal:
         rolled back.  The take-back, run before it as the abort's
         callback, removed what it could and named the rest; what is left
         of them is removed here, quietly, a refusal left.  ``hg recover``
-        after a killed apply still reads every entry."""
+        after a killed apply still reads every entry.  One wrapper per
+        transaction, for every apply that registered with it."""
+        journals = _JOURNALS.get(tr)
+        if journals is not None:
+            journals.append(weakref.ref(self))
+            return
+        journals = _JOURNALS[tr] = [weakref.ref(self)]
         playback = tr._do_full_abort
         svfs = self._svfs
-        journal_ref = weakref.ref(self)
 
         def do_full_abort(entries):
-            journal = journal_ref()
-            if journal is not None and journal._first is not None:
-                first = journal._first
-                end = first + journal._count
-                own = [name for name, offset in entries[first:end]
-                       if not offset]
-                if len(own) == journal._count:
-                    entries = entries[:first] + entries[end:]
-                    for name in own:
-                        try:
-                            svfs.unlink(name)
-                        except OSError:
-                            pass  # named by the take-back already
-            return playback(entries)
+            own = set()
+            for ref in journals:
+                journal = ref()
+                if journal is not None:
+                    own.update(journal.own_entries(entries))
+            for index in own:
+                try:
+                    svfs.unlink(entries[index][0])
+                except OSError:
+                    pass  # named by the take-back already
+            return playback(
+                [e for index, e in enumerate(entries) if index not in own]
+            )
 
         tr._do_full_abort = do_full_abort
+
+    def own_entries(self, entries):
+        """the places in ``entries`` (the transaction's journal, in the
+        order of its entries) of those this apply added: all of them at
+        offset 0, or none if they are not where they were added"""
+        if self._first is None:
+            return range(0)
+        places = range(self._first, self._first + self._count)
+        if places.stop > len(entries) or any(
+            entries[index][1] for index in places
+        ):
+            return range(0)
+        return places
 
     def committed(self):
         """whether the transaction the apply ran in committed
