@@ -46,6 +46,8 @@ CONFIGS = {
         '--config', 'worker.parallel-stream-bundle-processing=yes',
     ],
     'ext-adaptive': [],
+    # closes inline, and so no thread at all (writers neither, unless
+    # asked for): the same as ext-plain since issue 56
     'ext-inline': ['--config', 'worker.backgroundclose=no'],
     # no writer threads: closes alone on threads (adaptive), or nothing on
     # threads at all, what the extension's seams cost by themselves
