@@ -64,10 +64,10 @@ core's own):
   ==========  ======  =============  ===============
 
 ``backgroundclosepolicy``
-  ``adaptive`` (or ``auto``) times closes and decides; ``background`` always closes on
-  threads; ``inline`` on the applying thread.  Unset, ``backgroundclose``
-  decides.  Set this, not ``backgroundclose``, to undo a ``true`` or
-  ``false`` set system-wide.  :hg:`config worker.backgroundclosepolicy`
+  ``adaptive`` (or ``auto``) times closes and decides; ``background``
+  always closes on threads; ``inline`` on the applying thread.  Unset,
+  ``backgroundclose`` decides.  Set this, not ``backgroundclose``, to undo
+  a ``true`` or ``false`` set system-wide.  :hg:`config worker.backgroundclosepolicy`
   says which policy is in effect and which setting chose it.
 
 ``backgroundclose``

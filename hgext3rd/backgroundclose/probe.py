@@ -246,7 +246,6 @@ class Probe:
             handed = max(handed, inline / policy.cores)
         return max(0.0, inline - handed) * ESTIMATE_FILES
 
-
     def advice(self, options):
         """(threads, seconds saved per ESTIMATE_FILES files) with the
         adaptive policy and no minimum file count, whatever the settings
