@@ -339,3 +339,21 @@ def test_the_writers_closer_closing_inline_writes_as_the_applying_thread(
     assert opened == [True]
     ops = co.book.merged()
     assert ops['close'].count == 1 and ops['close-written'].count == 0
+
+
+def test_core_s_own_failure_keeps_its_class_and_names_the_file():
+    from mercurial import error
+
+    # an abort of core's steps on a writer (its audit, say): the same
+    # class, so that ui.detailed-exit-code gives core's code
+    refused = error.InputError(b"path 'd/f' traverses symbolic link 'd'",
+                               hint=b'a hint')
+    raised = checkout._core_s_error(engine.FileError(b'/r/d/f', refused))
+    assert type(raised) is error.InputError
+    assert (raised.message, raised.hint) == (refused.message, b'a hint')
+    assert raised is not refused
+    # an OSError without a file: named, as a new one
+    failed = OSError(5, 'Input/output error')
+    raised = checkout._core_s_error(engine.FileError(b'/r/f', failed))
+    assert (raised.errno, raised.filename) == (5, b'/r/f')
+    assert raised is not failed

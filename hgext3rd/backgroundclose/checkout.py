@@ -530,7 +530,11 @@ def _core_s_error(exc):
     core names none (a failed write); else the extension's words"""
     cause = exc.error
     if isinstance(cause, error.Abort):
-        return error.Abort(cause.message, hint=cause.hint)
+        # of its own class, whose detailed exit code core's would give
+        try:
+            return type(cause)(cause.message, hint=cause.hint)
+        except TypeError:  # a subclass made otherwise
+            return error.Abort(cause.message, hint=cause.hint)
     if isinstance(cause, OSError) and cause.strerror:
         # a new one (a subclass by its errno): the writer's own stays as it
         # was, with its traceback, in the chain
