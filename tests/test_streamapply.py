@@ -518,22 +518,29 @@ def test_a_take_back_waits_for_core_s_writer_and_closes_none_of_its_files(
     assert os.listdir(repo.svfs.join(b'')) in ([], [b'requires'])
 
 
-@pytest.mark.parametrize('chunks', [[b'manifest'], []],
-                         ids=['with data', 'empty'])
-def test_a_core_writer_whose_open_outlasts_the_take_back_removes_its_file(
-    repo_with, monkeypatch, chunks
-):
-    # one of core's writers is still in its open when the apply fails; the
-    # take-back waits the grace period for it, then goes on without it.
-    # The open then returns, creating the file after the take-back: the
-    # writer must remove it, or an empty file stays in a failed clone
+@pytest.fixture
+def inline_v2(repo_with):
+    """a repository whose closes are inline, and a stream v2 session into
+    it, for one of core's writer threads to write through"""
     repo = repo_with([
         (b'backgroundclosemaxthreadcount', b'4'),
         (b'backgroundclosethreshold', b'30'),
         (b'backgroundclose', b'no'),
     ])
+    return repo, streamapply.ApplySession(repo, b'v2')
+
+
+@pytest.mark.parametrize('chunks', [[b'manifest'], []],
+                         ids=['with data', 'empty'])
+def test_a_core_writer_whose_open_outlasts_the_take_back_removes_its_file(
+    inline_v2, monkeypatch, chunks
+):
+    # one of core's writers is still in its open when the apply fails; the
+    # take-back waits the grace period for it, then goes on without it.
+    # The open then returns, creating the file after the take-back: the
+    # writer must remove it, or an empty file stays in a failed clone
+    repo, session = inline_v2
     monkeypatch.setattr(engine.Closer, 'GRACE', 0.2)
-    session = streamapply.ApplySession(repo, b'v2')
     opening = threading.Event()
     release = threading.Event()
     real_open = engine.open_owned
@@ -569,17 +576,12 @@ def test_a_core_writer_whose_open_outlasts_the_take_back_removes_its_file(
 
 
 def test_a_failure_other_than_a_file_error_on_a_core_writer_is_the_files(
-    repo_with, monkeypatch
+    inline_v2, monkeypatch
 ):
     # a MemoryError on one of core's writers is kept for the applying
     # thread as a failure of that file, not left to Python's thread hook;
     # the writer reads on, so that core's reader is not held up
-    repo = repo_with([
-        (b'backgroundclosemaxthreadcount', b'4'),
-        (b'backgroundclosethreshold', b'30'),
-        (b'backgroundclose', b'no'),
-    ])
-    session = streamapply.ApplySession(repo, b'v2')
+    repo, session = inline_v2
     data = repo.svfs.join(b'data')
     os.makedirs(data)
     hooked = []
