@@ -23,6 +23,10 @@ all-warnings = true
 [worker]
 backgroundclosewrites = false
 HGRC
+# a descriptor closed by a caller that does not own it aborts here
+# (engine/descriptors.py), where in use it is left open and reported
+BACKGROUNDCLOSE_STRICT_OWNERSHIP=1
+export BACKGROUNDCLOSE_STRICT_OWNERSHIP
 HGENCODING=ascii
 LANG=C
 LC_ALL=C

@@ -306,3 +306,26 @@ def test_the_closers_reasons_are_worded_for_the_user():
         b'fewer files than worker.backgroundcloseminfilecount')
     # a reason not known here is shown as the engine gives it
     assert messages.reason('something new') == b'something new'
+
+
+def test_a_close_refused_to_a_non_owner_is_reported_once_on_debug(
+        monkeypatch):
+    # in use, a number given to close_owned() by code that does not own it
+    # is left open and said once, with --debug, after the session
+    from hgext3rd.backgroundclose.engine import descriptors
+
+    monkeypatch.setattr(descriptors, 'STRICT', False)
+    descriptors.take_unowned()
+    ui = make_ui()
+    ui.setconfig(b'ui', b'debug', b'true', b'test')
+    descriptors.close_owned(1 << 20, set())
+    messages.report_unowned(ui)
+    messages.report_unowned(ui)
+    said = ui.fout.getvalue() + ui.ferr.getvalue()
+    assert said.count(b'were left open (a bug') == 1, said
+    assert b'1 descriptors were to be closed by code' in said
+    # without --debug: nothing
+    quiet = make_ui()
+    descriptors.close_owned(1 << 20, set())
+    messages.report_unowned(quiet)
+    assert not quiet.fout.getvalue() + quiet.ferr.getvalue()

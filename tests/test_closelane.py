@@ -254,7 +254,7 @@ def test_a_forked_child_hands_nothing_to_the_parent_s_lane(tmp_path):
     if pid == 0:
         code = 1
         try:
-            fd = os.open(str(tmp_path / 'child'), WRITE, 0o644)
+            fd = closer.open_owned(str(tmp_path / 'child'), WRITE, 0o644)
             closer.close(fd, 'child')
             code = 0 if not is_open(fd) else 2
         finally:

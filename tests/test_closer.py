@@ -941,14 +941,16 @@ def test_a_forked_child_closes_here_what_the_parent_closed_on_the_lane(
     closer = Closer(policy=closermod.BACKGROUND, native=True, owned=set(),
                     fdroom=None, tracknames=True)
     assert closer.native
-    fd = os.open(str(tmp_path / 'parent'), os.O_WRONLY | os.O_CREAT)
+    # opened into the closer's ``owned``, as a seam opens a descriptor
+    fd = closer.open_owned(str(tmp_path / 'parent'), os.O_WRONLY | os.O_CREAT)
     closer.close(fd, b'parent')
     assert closer._handedany  # handed to the lane, not closed inline
     pid = os.fork()
     if pid == 0:  # the child: any exception or hang is a failure
         status = 1
         try:
-            mine = os.open(str(tmp_path / 'child'), os.O_WRONLY | os.O_CREAT)
+            mine = closer.open_owned(str(tmp_path / 'child'),
+                                     os.O_WRONLY | os.O_CREAT)
             closer.close(mine, b'child')
             try:
                 os.fstat(mine)
@@ -1022,8 +1024,8 @@ def test_closes_sent_back_inline_leave_nothing_queued_on_the_lane(tmp_path):
     made = [0]
 
     def close_one():
-        fd = os.open(str(tmp_path / ('%d' % made[0])),
-                     os.O_WRONLY | os.O_CREAT)
+        fd = closer.open_owned(str(tmp_path / ('%d' % made[0])),
+                               os.O_WRONLY | os.O_CREAT)
         made[0] += 1
         closer.close(fd, b'f')
 

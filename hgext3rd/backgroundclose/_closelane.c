@@ -1158,6 +1158,38 @@ PyDoc_STRVAR(
     "those closed\n"
     "once it holds many).");
 
+/* called with a number close_owned() was given that its set did not hold
+ * (set_not_owned), or NULL: then that raises RuntimeError */
+static PyObject *not_owned_hook;
+
+/* collections.deque, what a Python pool queues into */
+static PyTypeObject *deque_type;
+
+PyDoc_STRVAR(set_not_owned_doc,
+             "set_not_owned(hook)\n\n"
+             "``hook(fd)`` is called when close_owned() is given a number "
+             "its set does not\n"
+             "hold (a bug of the caller: the number is not closed, as it "
+             "may be another\n"
+             "owner's); what it raises, close_owned() raises.  None: "
+             "close_owned() raises\n"
+             "RuntimeError then.");
+
+static PyObject *set_not_owned(PyObject *Py_UNUSED(module), PyObject *hook)
+{
+	if (hook != Py_None && !PyCallable_Check(hook)) {
+		PyErr_SetString(PyExc_TypeError, "hook must be callable or None");
+		return NULL;
+	}
+	Py_XDECREF(not_owned_hook);
+	not_owned_hook = NULL;
+	if (hook != Py_None) {
+		Py_INCREF(hook);
+		not_owned_hook = hook;
+	}
+	Py_RETURN_NONE;
+}
+
 PyDoc_STRVAR(close_owned_doc,
              "close_owned(fd, owned)\n\n"
              "Drop ``fd`` from the set ``owned`` and close it, in one step "
@@ -1165,7 +1197,10 @@ PyDoc_STRVAR(close_owned_doc,
              "handler cannot run in between), without the GIL while it "
              "closes.  Raises\n"
              "OSError if close() fails; ``fd`` is closed and forgotten all "
-             "the same.");
+             "the same.  A\n"
+             "number the set does not hold is not closed: it is another "
+             "owner's, or closed\n"
+             "already and maybe reused (see set_not_owned).");
 
 static PyObject *close_owned(PyObject *Py_UNUSED(module), PyObject *args)
 {
@@ -1177,9 +1212,26 @@ static PyObject *close_owned(PyObject *Py_UNUSED(module), PyObject *args)
 	if (key == NULL)
 		return NULL;
 	result = PySet_Discard(owned, key);
-	Py_DECREF(key);
-	if (result < 0)
+	if (result < 0) {
+		Py_DECREF(key);
 		return NULL; /* not forgotten, not closed: still the caller's */
+	}
+	if (result == 0) {
+		/* not the caller's to close */
+		PyObject *reported;
+		if (not_owned_hook == NULL) {
+			Py_DECREF(key);
+			return PyErr_Format(PyExc_RuntimeError,
+			                    "descriptor %d is not owned", fd);
+		}
+		reported = PyObject_CallOneArg(not_owned_hook, key);
+		Py_DECREF(key);
+		if (reported == NULL)
+			return NULL;
+		Py_DECREF(reported);
+		Py_RETURN_NONE;
+	}
+	Py_DECREF(key);
 	Py_BEGIN_ALLOW_THREADS;
 	if (close(fd) != 0 && errno != EINTR)
 		error = errno;
@@ -1188,6 +1240,82 @@ static PyObject *close_owned(PyObject *Py_UNUSED(module), PyObject *args)
 		errno = error;
 		return PyErr_SetFromErrno(PyExc_OSError);
 	}
+	Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(hand_over_doc,
+             "hand_over(queue, entry, owned, fd)\n\n"
+             "Append ``entry`` to the deque ``queue`` and drop ``fd`` from "
+             "the set ``owned``,\n"
+             "in one step (a Python signal handler cannot run in between): "
+             "a Python pool's\n"
+             "hand-over.  Raises having done neither on failure (memory).");
+
+static PyObject *hand_over(PyObject *Py_UNUSED(module), PyObject *args)
+{
+	PyObject *queue, *entry, *owned, *key, *done;
+	int fd, result;
+	if (!PyArg_ParseTuple(args, "OOO!i", &queue, &entry, &PySet_Type,
+	                      &owned, &fd))
+		return NULL;
+	if (!PyObject_TypeCheck(queue, deque_type)) {
+		PyErr_SetString(PyExc_TypeError, "queue must be a deque");
+		return NULL;
+	}
+	key = PyLong_FromLong(fd);
+	if (key == NULL)
+		return NULL;
+	/* a deque's append and pop run no Python code */
+	done = PyObject_CallMethod(queue, "append", "(O)", entry);
+	if (done == NULL) {
+		Py_DECREF(key);
+		return NULL;
+	}
+	Py_DECREF(done);
+	result = PySet_Discard(owned, key);
+	Py_DECREF(key);
+	if (result < 0) {
+		/* undo: still the caller's */
+		PyObject *exc_type, *exc_value, *exc_tb;
+		PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+		done = PyObject_CallMethod(queue, "pop", NULL);
+		Py_XDECREF(done);
+		PyErr_Restore(exc_type, exc_value, exc_tb);
+		return NULL;
+	}
+	Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(take_back_doc,
+             "take_back(queue, owned, fd)\n\n"
+             "Pop the last entry of the deque ``queue`` (``fd``'s, just "
+             "handed over) and add\n"
+             "``fd`` to the set ``owned`` again, in one step: the undoing "
+             "of hand_over().");
+
+static PyObject *take_back(PyObject *Py_UNUSED(module), PyObject *args)
+{
+	PyObject *queue, *owned, *key, *entry;
+	int fd;
+	if (!PyArg_ParseTuple(args, "OO!i", &queue, &PySet_Type, &owned, &fd))
+		return NULL;
+	if (!PyObject_TypeCheck(queue, deque_type)) {
+		PyErr_SetString(PyExc_TypeError, "queue must be a deque");
+		return NULL;
+	}
+	key = PyLong_FromLong(fd);
+	if (key == NULL)
+		return NULL;
+	/* room in the set first: what may fail comes before the pop */
+	if (PySet_Add(owned, key) < 0) {
+		Py_DECREF(key);
+		return NULL;
+	}
+	Py_DECREF(key);
+	entry = PyObject_CallMethod(queue, "pop", NULL);
+	if (entry == NULL)
+		return NULL;
+	Py_DECREF(entry);
 	Py_RETURN_NONE;
 }
 
@@ -1241,6 +1369,9 @@ static PyMethodDef module_methods[] = {
     {"finalizing", module_finalizing, METH_NOARGS, finalizing_doc},
     {"open_owned", open_owned, METH_VARARGS, open_owned_doc},
     {"close_owned", close_owned, METH_VARARGS, close_owned_doc},
+    {"set_not_owned", set_not_owned, METH_O, set_not_owned_doc},
+    {"hand_over", hand_over, METH_VARARGS, hand_over_doc},
+    {"take_back", take_back, METH_VARARGS, take_back_doc},
     {NULL},
 };
 
@@ -1292,6 +1423,16 @@ PyMODINIT_FUNC PyInit__closelane(void)
 #endif
 	if (PyType_Ready(&LaneType) < 0)
 		return NULL;
+	if (deque_type == NULL) {
+		PyObject *collections = PyImport_ImportModule("collections");
+		if (collections == NULL)
+			return NULL;
+		deque_type = (PyTypeObject *)PyObject_GetAttrString(collections,
+		                                                    "deque");
+		Py_DECREF(collections);
+		if (deque_type == NULL)
+			return NULL;
+	}
 	module = PyModule_Create(&closelane_module);
 	if (module == NULL)
 		return NULL;

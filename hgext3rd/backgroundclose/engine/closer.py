@@ -119,8 +119,10 @@ class Closer:
         # the policy's decisions and the failures known, between threads
         self._lock = threading.Lock()
         self._stopping = False
+        # the pool closes what was handed over, no longer in ``owned``:
+        # with ``closefn`` itself (its own closes forget nothing)
         self._pool = pools.make_pool(
-            native, maxqueue, self._policy.maxthreads, self._closefn,
+            native, maxqueue, self._policy.maxthreads, closefn,
             owned, tracknames, clock,
         )
         # how many threads it runs

@@ -96,16 +96,81 @@ def open_owned(path, flags, owned, mode=0o666):
     return fd
 
 
+class OwnershipError(RuntimeError):
+    """a descriptor was given to be closed by a caller that did not own it
+    (raised where ownership is checked strictly: the tests)"""
+
+
+# the numbers close_owned() was given and did not close, as their set did
+# not hold them: a bug of its caller, reported once (take_unowned())
+_unowned = []
+# the tests raise OwnershipError instead
+STRICT = bool(os.environ.get('BACKGROUNDCLOSE_STRICT_OWNERSHIP'))
+
+
+def _not_owned(fd):
+    """close_owned() was given ``fd``, not in its set: another owner's, or
+    closed already (its number maybe reused), so it is left alone"""
+    if STRICT:
+        raise OwnershipError(
+            'descriptor %d was to be closed by a caller that does not own '
+            'it' % fd
+        )
+    if len(_unowned) < 64:
+        _unowned.append(fd)
+
+
+def take_unowned():
+    """the numbers close_owned() refused since the last call (a list)"""
+    taken = list(_unowned)
+    del _unowned[:len(taken)]
+    return taken
+
+
+if native.lane_module is not None:
+    native.lane_module.set_not_owned(_not_owned)
+
+
 def close_owned(fd, owned):
     """drop ``fd`` from the set ``owned`` and close it, in one step where the
     C module is built; raises OSError if close() fails (``fd`` is closed and
-    forgotten all the same)"""
+    forgotten all the same).  A number ``owned`` does not hold is not the
+    caller's to close: it is left open (see _not_owned)."""
     if native.lane_module is not None:
         native.lane_module.close_owned(fd, owned)
         return
-    # forget it first: once closed, its number may be reused
-    owned.discard(fd)
+    try:
+        # forget it first: once closed, its number may be reused
+        owned.remove(fd)
+    except KeyError:
+        _not_owned(fd)
+        return
     os.close(fd)
+
+
+def queue_handed_over(queue, entry, owned, fd):
+    """a Python pool's hand-over of the descriptor ``fd``: ``entry``
+    appended to the deque ``queue`` and ``fd`` dropped from the set
+    ``owned``, in one step where the C module is built"""
+    if native.lane_module is not None:
+        native.lane_module.hand_over(queue, entry, owned, fd)
+        return
+    queue.append(entry)
+    # an interrupt here leaves it queued and owned: take_back_handed()
+    # undoes the hand-over all the same
+    owned.discard(fd)
+
+
+def take_back_handed(queue, owned, fd):
+    """undo queue_handed_over(): the last entry of ``queue`` popped and
+    ``fd`` the owner's again, in one step where the C module is built"""
+    if native.lane_module is not None:
+        native.lane_module.take_back(queue, owned, fd)
+        return
+    queue.pop()
+    # without the C module, an interrupt here leaves it neither queued nor
+    # owned: open until the process exits, never closed twice
+    owned.add(fd)
 
 
 def owned_open_close():
@@ -136,8 +201,12 @@ def owned_closer(closefn, owned):
                 # and open
                 close_owned(target, owned)
                 return
-            # forget it first: once closed, its number may be reused
-            owned.discard(target)
+            try:
+                # forget it first: once closed, its number may be reused
+                owned.remove(target)
+            except KeyError:
+                _not_owned(target)
+                return
         closefn(target)
 
     return close_and_forget

@@ -78,6 +78,8 @@ from .descriptors import (
     FileError,
     close_quietly,
     file_error,
+    queue_handed_over,
+    take_back_handed,
 )
 from .stats import StatsBook
 from .threads import (
@@ -212,12 +214,7 @@ class PythonPool:
                         and self._items
                         and self._items[-1][0] is target
                     ):
-                        # owned again first: a second interrupt after it
-                        # leaves the descriptor queued and owned, closed
-                        # once by whichever closes it first (each closes
-                        # it with close_owned, forgetting it in one step)
                         self._taken_back_locked(target, name)
-                        self._items.pop()
                     raise
         except BaseException as exc:
             if not handed and not isinstance(exc, RuntimeError):
@@ -235,14 +232,16 @@ class PythonPool:
         while self.pending >= self.maxqueue:
             if not self._wait_for_a_close_locked():
                 raise RuntimeError('the pool takes no more files')
-        # the hand-over: one step.  An interrupt after it (in any step
-        # below) is taken back by submit(), the lock still held
-        self._items.append((target, name))
+        # the hand-over: one step (a descriptor leaves ``owned`` in the
+        # same one: whoever cleans up after a failure, even once hung
+        # closes were left to the threads, must not close it too).  An
+        # interrupt after it (in any step below) is taken back by
+        # submit(), the lock still held
         if self.owned is not None and type(target) is int:
-            # the pool's from here on: whoever cleans up after a failure
-            # (even once hung closes were left to the threads) must not
-            # close it too
-            self.owned.discard(target)
+            queue_handed_over(self._items, (target, name), self.owned,
+                              target)
+        else:
+            self._items.append((target, name))
         queuednames = self._queuednames
         if queuednames is not None and name is not None:
             queuednames[name] = queuednames.get(name, 0) + 1
@@ -262,11 +261,14 @@ class PythonPool:
         return True
 
     def _taken_back_locked(self, target, name):
-        """``target``, just taken out of the queue unclosed, is its
-        submitter's again: back in ``owned`` right away, so that a second
-        interrupt before it is closed leaves it owned, for the cleanup"""
+        """undo the hand-over of ``target``, the last queued: its
+        submitter's again (a descriptor back in ``owned`` in the same step
+        that takes it out of the queue, so that a second interrupt leaves
+        it either queued or owned, never both)"""
         if self.owned is not None and type(target) is int:
-            self.owned.add(target)
+            take_back_handed(self._items, self.owned, target)
+        else:
+            self._items.pop()
         self._forget_name_locked(name)
 
     def _forget_name_locked(self, name):
@@ -490,7 +492,8 @@ class PythonPool:
         while items:
             with self._lock:
                 target, name = items.popleft()
-                self._taken_back_locked(target, name)
+                self._forget_name_locked(name)
+            # the pool's, as any file queued: closed by the pool alone
             drop(target, self._closefn)
         return True
 
