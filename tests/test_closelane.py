@@ -1081,3 +1081,56 @@ def test_forked_children_refuse_every_getter_and_method(tmp_path):
         'children: 50 refused all: 50 hung: 0',
         'closed: True failed: 0 owned: 0',
     ]
+
+
+def test_a_hand_over_while_stop_waits_is_refused_to_its_submitter():
+    # one of core's writer threads hands a descriptor over while the
+    # applying thread's stop() waits for a close that hangs: the lane
+    # refuses it (its submitter closes it), where queued after the wait's
+    # last token it would be closed in the join that follows, which no
+    # Ctrl-C can cut short
+    lane, rfd = a_lane_held_on_a_full_pipe(2)
+    stopped = []
+    stopper = threading.Thread(target=lambda: stopped.append(lane.stop()))
+    stopper.start()
+    rfd2, wfd2 = os.pipe()
+    try:
+        assert true_by(time.monotonic() + 10, lambda: lane.queued == 0
+                       and stopper.is_alive())
+        time.sleep(0.05)  # the stop is waiting by now
+        with pytest.raises(RuntimeError):
+            lane.submit(wfd2, b'second', b'y' * (1 << 20))
+        assert is_open(wfd2)  # still its submitter's
+    finally:
+        drain(rfd)
+        stopper.join(30)
+        os.close(wfd2)
+        os.close(rfd2)
+    assert not stopper.is_alive() and stopped == [True]
+    assert lane.joinerrors == 0
+
+
+@pytest.mark.skipif(not os.path.isdir('/proc/self/task'),
+                    reason='counts threads in /proc/self/task (Linux)')
+def test_stop_and_abandon_on_two_threads_at_once():
+    # abandon() while another thread's stop() waits for a hung close: the
+    # stop does not join the threads abandon() detached; both return, and
+    # the threads exit once the close returns
+    gc.collect()
+    before = os_threads()
+    lane, rfd = a_lane_held_on_a_full_pipe(3)
+    stopped = []
+    stopper = threading.Thread(target=lambda: stopped.append(lane.stop()))
+    stopper.start()
+    time.sleep(0.05)
+    lane.abandon()
+    drain(rfd)
+    stopper.join(30)
+    assert not stopper.is_alive()
+    assert true_by(time.monotonic() + 10, lambda: lane.running == 0)
+    assert stopped in ([True], [False])
+    assert lane.stop() is True
+    # no thread abandon() detached was joined (undefined behaviour)
+    assert lane.joinerrors == 0
+    del lane
+    assert true_by(time.monotonic() + 10, lambda: os_threads() <= before)

@@ -96,6 +96,10 @@ typedef struct {
 	int detached;
 	/* deallocated while threads still ran: the last one out frees it */
 	int orphaned;
+	/* a stop() joins the threads now (the mutex released meanwhile):
+	 * nobody else may join or detach them */
+	int joining;
+	int joinerrors; /* pthread_join() calls that failed: a bug */
 
 	struct entry *ring;
 	Py_ssize_t capacity, head, queued;
@@ -450,6 +454,11 @@ static int detach_threads(Lane *self)
 	self->stopping = 1;
 	pthread_cond_broadcast(&self->work);
 	pthread_cond_broadcast(&self->done);
+	if (self->joining)
+		/* another thread's stop() joins them: a thread joined and
+		 * detached at once is undefined behaviour.  Nothing is left
+		 * to close once it joins, so nothing hangs there. */
+		return 0;
 	if (!self->detached) {
 		self->detached = 1;
 		for (i = 0; i < self->nthreads; i++)
@@ -756,9 +765,13 @@ static PyObject *Lane_submit(Lane *self, PyObject *args, PyObject *kwds)
 		PyErr_SetString(PyExc_TypeError, "data must be bytes or None");
 		return NULL;
 	}
-	if (self->nspent >= 64)
-		release_spent(self);
 	pthread_mutex_lock(&self->mutex);
+	if (self->nspent >= 64) {
+		/* read with the mutex held: the threads append to it */
+		pthread_mutex_unlock(&self->mutex);
+		release_spent(self);
+		pthread_mutex_lock(&self->mutex);
+	}
 	/* interruptible: on a hard-mounted NFS server that went away, closes
 	 * never finish and Ctrl-C must still stop hg.  Raising here has done
 	 * nothing yet, so the descriptor is still the caller's and in owned. */
@@ -873,17 +886,23 @@ static PyObject *Lane_wait(Lane *self, PyObject *args)
  * negative): then nothing is stopped */
 static int stop_threads(Lane *self, int interruptible, long long until_ns)
 {
-	int i, count, waited;
+	int i, count, waited, failed = 0;
 	if (self->pid != getpid())
 		return 0; /* a forked child: the threads (and whoever held the
 		             mutex) are not here */
 	pthread_mutex_lock(&self->mutex);
-	if (self->detached) {
-		/* abandoned: its threads exit by themselves, nobody joins them */
+	if (self->detached || self->joining) {
+		/* abandoned: its threads exit by themselves, nobody joins them;
+		 * or another thread's stop() joins them now */
 		int left = self->running;
 		pthread_mutex_unlock(&self->mutex);
 		return left ? 1 : 0;
 	}
+	/* first: a descriptor handed over while this waits (by one of core's
+	 * writer threads) is refused, and closed by its submitter, instead
+	 * of being closed after the wait, in a join no signal can cut short */
+	self->stopping = 1;
+	pthread_cond_broadcast(&self->done);
 	if (self->nthreads) {
 		waited = wait_unlocked(self, WAIT_THROUGH, self->nexttoken - 1,
 		                       interruptible, until_ns);
@@ -894,30 +913,45 @@ static int stop_threads(Lane *self, int interruptible, long long until_ns)
 			return 1;
 		}
 	}
-	self->stopping = 1;
+	if (self->detached || self->joining) {
+		/* abandon(), or another stop(), on another thread while this
+		 * waited (the mutex released): those threads are not this
+		 * call's to join */
+		int left = self->running;
+		pthread_mutex_unlock(&self->mutex);
+		return left ? 1 : 0;
+	}
+	/* nothing queued or in flight, and nothing can come: the threads
+	 * return as soon as they see it */
 	pthread_cond_broadcast(&self->work);
-	pthread_cond_broadcast(&self->done);
+	self->joining = 1;
 	count = self->nthreads;
 	pthread_mutex_unlock(&self->mutex);
 	Py_BEGIN_ALLOW_THREADS;
 	for (i = 0; i < count; i++)
-		pthread_join(self->threads[i], NULL);
+		if (pthread_join(self->threads[i], NULL) != 0)
+			failed++;
 	Py_END_ALLOW_THREADS;
 	pthread_mutex_lock(&self->mutex);
+	self->joinerrors += failed;
 	self->nthreads = 0;
+	self->joining = 0;
 	pthread_mutex_unlock(&self->mutex);
 	return 0;
 }
 
 PyDoc_STRVAR(stop_doc,
              "stop(timeout=-1.0) -> bool\n\n"
-             "Wait until everything submitted is closed (interruptibly), "
-             "then stop and join\n"
-             "the threads, and return True.  Later submissions raise.  "
-             "After ``timeout``\n"
-             "seconds (if not negative) return False instead.  If "
-             "interrupted or timed out,\n"
-             "nothing is stopped: call it again, or abandon().");
+             "Take no more descriptors (submissions from now on raise), "
+             "wait until\n"
+             "everything submitted is closed (interruptibly), then join "
+             "the threads, and\n"
+             "return True.  After ``timeout`` seconds (if not negative) "
+             "return False\n"
+             "instead.  If interrupted or timed out, the threads still "
+             "run: call it again,\n"
+             "or abandon().  False at once while another thread's stop() "
+             "joins them.");
 
 PyDoc_STRVAR(kick_doc,
              "kick()\n\n"
@@ -1087,6 +1121,9 @@ static PyObject *get_counter(Lane *self, void *which)
 	case 10:
 		value = self->running;
 		break;
+	case 11:
+		value = self->joinerrors;
+		break;
 	}
 	pthread_mutex_unlock(&self->mutex);
 	return PyLong_FromLongLong(value);
@@ -1124,6 +1161,9 @@ static PyGetSetDef Lane_getset[] = {
      "descriptors queued that wake a parked thread", (void *)9},
     {"running", (getter)get_counter, NULL,
      "threads started that have not exited yet", (void *)10},
+    {"joinerrors", (getter)get_counter, NULL,
+     "joins of its threads that failed (0 unless the lane has a bug)",
+     (void *)11},
     {"seconds", (getter)get_seconds, NULL, "total time spent in close()",
      (void *)0},
     {"maxseconds", (getter)get_seconds, NULL, "longest close()",
