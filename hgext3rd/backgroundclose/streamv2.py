@@ -181,7 +181,8 @@ class StreamV2Writer:
         try:
             self.writes_elsewhere = True
             try:
-                return self._write(_tracking(info, current), mine)
+                with self._session.closer.owning(mine):
+                    return self._write(_tracking(info, current), mine)
             except Exception as exc:
                 # (a MemoryError, a bug): kept for the applying thread as
                 # a failure of that file, never left to Python's thread

@@ -12,6 +12,7 @@ what failed elsewhere on the thread that made it.  ``finish()`` is the one
 way to end it.  See docs/design.rst, "The closer".
 """
 
+import contextlib
 import os
 import sys
 import threading
@@ -112,8 +113,11 @@ class Closer:
         self._clock = clock
         # the submitter's descriptors not handed over yet (see close())
         self.owned = owned
+        # thread ident -> the set of descriptors one of core's writer
+        # threads owns (owning()), for the closes made here for it
+        self._threadsets = {}
         if owned is not None:
-            self._closefn = owned_closer(closefn, owned)
+            self._closefn = owned_closer(closefn, owned, self._threadsets)
         else:
             self._closefn = closefn
         # the policy's decisions and the failures known, between threads
@@ -348,6 +352,20 @@ class Closer:
         added to ``owned`` in the same step where the C lane is built"""
         return open_owned(path, flags, self.owned, mode)
 
+    @contextlib.contextmanager
+    def owning(self, owned):
+        """on a thread that hands files over beside the owner (one of
+        core's writer threads, which no signal reaches): the descriptors
+        it gives close() are in ``owned``, its own set, not the closer's.
+        A hand-over leaves them there (the thread forgets each once
+        close() returned); a close made here drops them from it."""
+        ident = threading.get_ident()
+        self._threadsets[ident] = owned
+        try:
+            yield
+        finally:
+            self._threadsets.pop(ident, None)
+
     def close_quietly(self, target):
         """close ``target`` here, on a path that is already failing (and
         drop it from ``owned``)"""
@@ -462,6 +480,8 @@ class Closer:
         # too, which the inline closes ask until they are given the new one
         self._stopping = self._sizer.stopping = True
         self._lock = threading.Lock()
+        # the parent's writer threads do not exist here
+        self._threadsets.clear()
         self._book.disown()
         self._pool = self._pool.disowned()
         self._sizer = PoolSizer(

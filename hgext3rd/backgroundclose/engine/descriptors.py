@@ -189,21 +189,27 @@ def owned_open_close():
     return open_into, close_owned
 
 
-def owned_closer(closefn, owned):
+def owned_closer(closefn, owned, threadsets=None):
     """``closefn`` for a submitter that keeps the descriptors it owns in
-    ``owned``: a descriptor is forgotten there as it is closed"""
+    ``owned``: a descriptor is forgotten there as it is closed, and one
+    not there is left alone (see close_owned).  ``threadsets``: a dict,
+    thread ident -> the set of the descriptors that thread owns instead
+    (one of core's writer threads, which records its own)"""
 
     def close_and_forget(target):
         if type(target) is int:
+            mine = owned
+            if threadsets:
+                mine = threadsets.get(threading.get_ident(), owned)
             if closefn is close_target:
                 # forgets and closes in one step where the C module is
                 # built: an interrupt in between would leave it forgotten
                 # and open
-                close_owned(target, owned)
+                close_owned(target, mine)
                 return
             try:
                 # forget it first: once closed, its number may be reused
-                owned.remove(target)
+                mine.remove(target)
             except KeyError:
                 _not_owned(target)
                 return
