@@ -189,6 +189,8 @@ soak: $(STAMP) $(SHIM)
 		--runs $(SOAK_RUNS) --peak-rss $(if $(SOAK_SEED),--seed $(SOAK_SEED))
 	FUZZ_RANDOM=1 FUZZ_EXAMPLES=200 $(BIN)/python -m pytest -q \
 		tests/test_fuzz_streams.py
+	MODEL_EXAMPLES=1000 MODEL_STEPS=40 $(BIN)/python -m pytest -q \
+		tests/test_closermodel.py
 
 # Ctrl-C pressed twice, the second at a random moment, INTERRUPT_RUNS times
 # over both pools and three apply paths (not part of make test, about 40 s

@@ -157,7 +157,7 @@ def test_descriptors_kept_from_an_abandoned_closer_are_closed_elsewhere(
                              os.O_WRONLY | os.O_CREAT) for n in range(3)]
     assert files.fds == set(fds)
     closer.finish(failing=True)
-    closer.abandoned = True  # as _abandon() leaves it
+    closer.state = type(closer.state).ABANDONED  # as _abandon() leaves it
     files.release()
     assert files.fds == set()
     deadline = time.monotonic() + 10

@@ -106,7 +106,7 @@ def test_a_wrapper_left_in_a_chain_after_its_session_does_nothing(lanerepo):
     # another extension may hold our wrapper in its chain after the
     # session ended (it wrapped the seam meanwhile): core's open then
     session = revlogwrite.RevlogSession(lanerepo)
-    session.running = False
+    session._enter(session.state.CLOSING)
     calls = []
 
     def orig(vfs, path, mode=b'rb', *args, **kwargs):

@@ -25,6 +25,7 @@ here, so that each keeps the same rules:
   and the ``ui.log`` line after every session.
 """
 
+import enum
 import threading
 
 from mercurial import util
@@ -37,6 +38,24 @@ from . import (
     settings,
 )
 from .engine import policy as policymod
+
+
+class State(enum.Enum):
+    """where a session is in its life (docs/design.rst, "States")"""
+
+    # its wrappers act: files are taken, opened and handed over
+    RUNNING = 'running'
+    # finish() began: every wrapper leaves the files to core; the closers
+    # finish (each closer's own state says whether it did)
+    CLOSING = 'closing'
+    # the closers finished, nothing failed: nothing left to do
+    CLOSED = 'closed'
+    # it failed: the closers finished, then what an interrupt kept from
+    # them was closed and what the apply wrote removed (take_back())
+    TAKEN_BACK = 'taken back'
+
+
+RUNNING, CLOSING, CLOSED, TAKEN_BACK = State
 
 
 class Session:
@@ -81,8 +100,10 @@ class Session:
         self.files = handover.OwnedFiles(self.closer)
         # the thread whose files are the session's (None: none)
         self.thread = self.applying_thread()
-        # False once the session ended: a wrapper of the session that
-        # another extension's chain still holds then does nothing
+        # the one record of where the session is (State); ``running``
+        # says whether it is RUNNING, as an attribute of its own for the
+        # wrappers that ask for every file (_enter keeps both)
+        self.state = RUNNING
         self.running = True
         # files left to core before the next sample, and in all: stream
         # files as core opens or writes them, revlogs as a changegroup
@@ -98,8 +119,6 @@ class Session:
             else seams.installed(seams.bound(self, [openseam]))
         )
         self.leaving = False
-        # the teardown's second step done (see finish())
-        self.taken_back = False
 
     def applying_thread(self):
         """the thread the session writes for, recorded as it is made: the
@@ -179,30 +198,44 @@ class Session:
         """finish every closer of the session (a stream apply has two)"""
         self.closer.finish(failing)
 
+    @property
+    def taken_back(self):
+        """the teardown's second step ran to its end (see finish())"""
+        return self.state is TAKEN_BACK
+
+    def _enter(self, state):
+        """the session is in ``state`` from now on"""
+        self.state = state
+        # a wrapper of the session that another extension's chain still
+        # holds does nothing once it is not running
+        self.running = state is RUNNING
+
     def finish(self, failing):
         """the session's teardown, the one way to end it: every close done
         and every thread joined (a close hung on a dead mount is left to
         its thread after an interrupt); then, on failure, ``take_back()``.
         Raises the first failure, or an interrupt the take-back absorbed.
 
-        Each of the two steps is done once, whoever calls first: the seam's
-        closer context as it is left, the transaction's abort, and, last,
-        ``run()``, the outermost frame, which finds the rest done.  Each
-        step's state says whether it ran to its end (a closer's
-        ``finished``, ``taken_back``): one an interrupt cut short is done
-        again by the next call (docs/design.rst, "Teardown")."""
-        self.running = False
+        Whichever frame calls first runs it: the seam's closer context as
+        it is left, the transaction's abort, and, last, ``run()``, the
+        outermost frame, which finds it done and returns.  A step an
+        interrupt cut short leaves the state where it was, and the next
+        call does that step again (docs/design.rst, "States")."""
+        if self.state is RUNNING:
+            self._enter(CLOSING)
         try:
             if not self.closers_finished():
                 self.finish_closers(failing)
         finally:
-            if failing and not self.taken_back:
+            if failing and self.state is not TAKEN_BACK:
                 interrupted = self.take_back()
-                self.taken_back = True
+                self._enter(TAKEN_BACK)
                 if interrupted is not None:
                     # raised in place of a closer's failure, if any (its
                     # context): the user asked the command to stop
                     raise interrupted
+        if self.state is CLOSING:
+            self._enter(CLOSED)
 
     def closers(self):
         """the session's closers, once made"""

@@ -13,6 +13,7 @@ way to end it.  See docs/design.rst, "The closer".
 """
 
 import contextlib
+import enum
 import os
 import sys
 import threading
@@ -42,6 +43,28 @@ from .stats import StatsBook, stat_clock
 
 # descriptors kept free for everything else the process does
 _FD_RESERVE = 32
+
+
+class State(enum.Enum):
+    """where a closer is in its life (docs/design.rst, "States")"""
+
+    # takes files, closes them inline or hands them over
+    OPEN = 'open'
+    # finish() began: no more hand-overs, a file that still comes is
+    # closed inline; waits for what was handed over, then joins
+    STOPPING = 'stopping'
+    # every close done, every thread joined; finish() again only raises
+    # what failed since
+    FINISHED = 'finished'
+    # finished, closes that hang left to their threads, which close those
+    # files whenever their closes return
+    ABANDONED = 'abandoned'
+    # a forked child's copy: the parent's threads are not here, the child
+    # closes inline and waits for nothing
+    DISOWNED = 'disowned'
+
+
+OPEN, STOPPING, FINISHED, ABANDONED, DISOWNED = State
 
 # every closer of this process, so that a forked child can disown them
 _live = weakref.WeakSet()
@@ -122,7 +145,9 @@ class Closer:
             self._closefn = closefn
         # the policy's decisions and the failures known, between threads
         self._lock = threading.Lock()
-        self._stopping = False
+        # the one record of where the closer is (State); changed with
+        # _lock held
+        self.state = OPEN
         # the pool closes what was handed over, no longer in ``owned``:
         # with ``closefn`` itself (its own closes forget nothing)
         self._pool = pools.make_pool(
@@ -153,11 +178,6 @@ class Closer:
         # whether any file was handed over: until then the pool has no
         # failure to ask about
         self._handedany = False
-        # finish() ran to its end: every close done or left to its thread,
-        # every thread joined or left
-        self.finished = False
-        # finish() left closes that hang to the threads
-        self.abandoned = False
         _live.add(self)
         # the threads of a closer that closes in the background from the
         # outset start at start() or the first close(), never in here: an
@@ -220,6 +240,17 @@ class Closer:
         return self._pool.peak
 
     @property
+    def finished(self):
+        """finish() ran to its end: every close done or left to its
+        thread, every thread joined or left"""
+        return self.state is FINISHED or self.state is ABANDONED
+
+    @property
+    def abandoned(self):
+        """finish() left closes that hang to the threads"""
+        return self.state is ABANDONED
+
+    @property
     def errors(self):
         self._failures.collect()
         return list(self._failures.errors)
@@ -242,7 +273,7 @@ class Closer:
             self._handovers.left
             and type(target) is int
             and (data is None or self._poolwrites)
-            and not self._stopping
+            and self.state is OPEN
             and not self._handovers.shared
             and threading.get_ident() == self._owner
         ):
@@ -304,7 +335,7 @@ class Closer:
         the outset begins with (``close()`` does, if not done yet): for an
         owner that wants to know now whether any thread starts"""
         with self._lock:
-            if self._startpending and not self._stopping:
+            if self._startpending and self.state is OPEN:
                 # a start interrupted half-way is tried again
                 self._sizer.start_missing()
             # only once it returned: interrupted, the next close tries again
@@ -322,7 +353,7 @@ class Closer:
         # after finish() nobody is left to close it later: close it here
         if (
             self._policy.background
-            and not self._stopping
+            and self.state is OPEN
             and pool.accepts(target)
         ):
             # from here on, the pool may hold failures to raise
@@ -427,7 +458,7 @@ class Closer:
             # submitter waiting for room in a full queue): bounded too
             deadline = time.monotonic() + self.GRACE
         told = False  # the first interrupt's follow-up done
-        while not self.abandoned:  # once left to hung closes, never again
+        while not self.finished:  # each end state is final
             try:
                 if absorbed is not None and not told:
                     # in here, not in the handler below: a second
@@ -437,15 +468,15 @@ class Closer:
                     if on_interrupt is not None:
                         on_interrupt()
                     told = True
-                if not self._stop(deadline):
+                if self._stop(deadline):
+                    self._enter(FINISHED)
+                else:
                     self._abandon()
-                break
             except (KeyboardInterrupt, SystemExit) as exc:
                 # only interrupts are absorbed: anything else would come
                 # back at every try
                 if absorbed is None:
                     absorbed = exc
-        self.finished = True
         failures = self._failures
         failures.collect()
         if absorbed is not None:
@@ -453,22 +484,29 @@ class Closer:
         if not failing and failures.raised < len(failures.errors):
             failures.raise_next()
 
+    def _enter(self, state):
+        """the closer is in ``state`` from now on"""
+        with self._lock:
+            self.state = state
+
     def _stop(self, deadline):
         """stop taking files, wait until every file handed over is closed
         and join the threads: True, or False once ``deadline`` (of
         time.monotonic()) has passed, if any"""
         with self._lock:
-            self._stopping = self._sizer.stopping = True
+            if self.state is OPEN:
+                self.state = STOPPING
+            self._sizer.stopping = True
             self._handovers.end_run()
         return self._pool.stop(deadline)
 
     def _abandon(self):
         """closes hang past the grace period: leave them, and the files
         still queued behind them, to the threads"""
-        # first: once ``abandoned`` is set, nothing calls this again
         self._pool.abandon()
-        self.abandoned = True
+        # once it returned: interrupted, the next try abandons again
         self._policy.reason = policymod.HUNG_LEFT
+        self._enter(ABANDONED)
 
     def _disown(self):
         """forget every thread, lock and queued file: this process is a
@@ -478,7 +516,8 @@ class Closer:
         # first: should the rest fail, nothing starts a thread or takes
         # the parent's lock (the sizer's) from here on; the parent's sizer
         # too, which the inline closes ask until they are given the new one
-        self._stopping = self._sizer.stopping = True
+        self.state = DISOWNED
+        self._sizer.stopping = True
         self._lock = threading.Lock()
         # the parent's writer threads do not exist here
         self._threadsets.clear()

@@ -1,0 +1,454 @@
+# test_closermodel.py - a model of the closer, checked after every step
+#
+# Copyright 2026 hg-backgroundclose contributors
+#
+# This software may be used and distributed according to the terms of the
+# GNU General Public License version 2 or any later version.
+"""hypothesis drives a ``Closer`` (engine/closer.py) through sequences of
+what a seam does to it: open a descriptor into the owned set, hand it
+over (with data or without), a close or a write that fails, an interrupt
+at any point where a signal can raise (after each call, at each entry) of
+a hand-over, and a second one in what the first set off, a hand-over from
+one of core's writer threads, a fork, ``finish()`` and the session's
+release of what it still owns.  Both pools run it.
+
+After every step it checks what the ownership rule (docs/design.rst)
+promises:
+
+- each descriptor is open while its submitter owns it, and once given
+  away, closed exactly once: a number closed twice, or closed by one who
+  did not own it, closes a file opened since under the same number, which
+  the check sees as a file of its own no longer open;
+- a file handed over with data has all of it once closed;
+- after ``finish()`` no thread of the closer is left;
+- every failure is raised exactly once, on the thread that made the
+  closer, by ``close()`` or ``finish()``;
+- after the release, nothing is open.
+
+``make test`` runs a bounded number of examples; ``make soak`` many more
+(MODEL_EXAMPLES).
+"""
+
+import os
+import sys
+import threading
+
+import pytest
+from hypothesis import HealthCheck, event, settings, strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+)
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
+
+from hgext3rd.backgroundclose.engine import (  # noqa: E402
+    closer as closermod,
+    descriptors,
+    handovers,
+    inline,
+    native,
+    pools,
+)
+from test_pools import RearmedPool, interrupting_tracer  # noqa: E402
+
+EXAMPLES = int(os.environ.get('MODEL_EXAMPLES') or 40)
+STEPS = int(os.environ.get('MODEL_STEPS') or 30)
+
+WRITE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+
+# where the first interrupt of a hand-over may land, and the second
+HANDING = {
+    closermod.Closer.close.__code__,
+    closermod.Closer._submit.__code__,
+    handovers.HandOvers.hand_over.__code__,
+    pools.PythonPool.submit.__code__,
+    pools.PythonPool._enqueue_locked.__code__,
+    descriptors.queue_handed_over.__code__,
+    inline.InlineCloses.untimed.__code__,
+    inline.InlineCloses.sampled.__code__,
+    descriptors.close_owned.__code__,
+}
+TAKING_BACK = {
+    pools.PythonPool.submit.__code__,
+    pools.PythonPool._taken_back_locked.__code__,
+    descriptors.take_back_handed.__code__,
+    pools.give_back.__code__,
+    closermod.Closer.close.__code__,
+}
+
+
+def closer_threads():
+    return [t for t in threading.enumerate()
+            if t.name.startswith('backgroundclose-') and t.is_alive()]
+
+
+class CloserModel(RuleBasedStateMachine):
+    """one closer and the descriptors of one small session"""
+
+    pool = 'python'
+
+    def __init__(self):
+        super().__init__()
+        self.dir = None
+
+    @initialize(policy=st.sampled_from(['background', 'adaptive']),
+                maxqueue=st.integers(1, 6))
+    def make(self, policy, maxqueue):
+        import tempfile
+
+        self.dir = tempfile.mkdtemp(prefix='closermodel-')
+        self.threadsbefore = len(closer_threads())
+        # the closes of these files fail (by inode: numbers come back);
+        # the Python pool only, as the lane closes without Python
+        self.failclose = set()
+
+        def closefn(target):
+            failing = False
+            if type(target) is int and self.failclose:
+                try:
+                    failing = os.fstat(target).st_ino in self.failclose
+                except OSError:
+                    pass
+            descriptors.close_target(target)
+            if failing:
+                raise OSError(5, 'Input/output error (injected)')
+
+        self.owned = set()
+        # the Python pool made is one that lets a test trace the take-back
+        # an interrupt sets off (test_pools.RearmedPool)
+        made = pools.PythonPool
+        pools.PythonPool = RearmedPool
+        try:
+            self.closer = closermod.Closer(
+                policy=policy, threads=1, maxthreads=3, maxqueue=maxqueue,
+                minfilecount=0, threshold=0.0, window=1, fdroom=None,
+                native=self.pool == 'lane', owned=self.owned,
+                closefn=closefn if self.pool == 'python' else
+                descriptors.close_target,
+            )
+        finally:
+            pools.PythonPool = made
+        self.count = 0
+        # (fd, inode, name, data expected) of each file given away (a
+        # number may come back: the inode tells its files apart)
+        self.given = []
+        # fd -> inode of each file the submitter owns
+        self.mine = {}
+        self.injected = set()  # names whose write or close fails
+        self.raised = []  # names of the FileErrors raised
+        self.finished = False
+        self.failing = True
+        self.released = False
+
+    def teardown(self):
+        if self.dir is None:
+            return
+        try:
+            if not self.finished:
+                self.catch(lambda: self.closer.finish(failing=True))
+            for fd in list(self.owned):
+                descriptors.close_quietly(
+                    fd, lambda fd: descriptors.close_owned(fd, self.owned))
+        finally:
+            import shutil
+
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    # helpers ----------------------------------------------------------
+
+    def open_one(self, owned=None):
+        name = 'f%d' % self.count
+        self.count += 1
+        fd = descriptors.open_owned(
+            os.path.join(self.dir, name), WRITE,
+            self.owned if owned is None else owned,
+        )
+        if owned is None:
+            self.mine[fd] = os.fstat(fd).st_ino
+        return fd, name
+
+    def catch(self, call):
+        """``call()``, the name of a FileError it raised recorded"""
+        try:
+            call()
+        except descriptors.FileError as exc:
+            self.raised.append(exc.name)
+
+    def give(self, fd, name, data, fails):
+        self.given.append((fd, self.mine.pop(fd), name, data))
+        if fails:
+            self.injected.add(name)
+
+    # rules ------------------------------------------------------------
+
+    @precondition(lambda self: not self.finished)
+    @rule(data=st.sampled_from([None, b'', b'x' * 10, b'y' * 5000]),
+          fails=st.sampled_from([None, 'close', 'write']))
+    def hand_over(self, data, fails):
+        if fails == 'close' and self.pool != 'python':
+            fails = None
+        if fails == 'write':
+            # a pipe nobody reads: the write fails (EPIPE)
+            rfd, fd = os.pipe()
+            os.close(rfd)
+            self.owned.add(fd)
+            self.mine[fd] = os.fstat(fd).st_ino
+            name = 'pipe%d' % self.count
+            self.count += 1
+            data = b'z' * 10
+        else:
+            fd, name = self.open_one()
+        if fails == 'close':
+            self.failclose.add(os.fstat(fd).st_ino)
+        self.give(fd, name, None if fails == 'write' else data, fails)
+        self.catch(lambda: self.closer.close(fd, name, data))
+
+    @precondition(lambda self: not self.finished)
+    @rule(first=st.integers(1, 40), second=st.integers(0, 12))
+    def hand_over_interrupted(self, first, second):
+        """one interrupt at the ``first``-th point where a signal can
+        raise in the hand-over, and if ``second``, another at the
+        ``second``-th of what the first set off"""
+        fd, name = self.open_one()
+        pool = self.closer._pool
+        tracer2, _raised2 = interrupting_tracer(TAKING_BACK, second or 1 << 30,
+                                                lambda: 0)
+
+        def rearm(frame):
+            sys.settrace(tracer2)
+            frame.f_trace = tracer2.local
+            frame.f_trace_opcodes = True
+
+        rearm.thread = threading.get_ident()
+
+        def armed():
+            if second and isinstance(pool, RearmedPool):
+                pool.rearm = rearm
+
+        tracer, raised = interrupting_tracer(HANDING, first, armed)
+        try:
+            try:
+                sys.settrace(tracer)
+                self.closer.close(fd, name)
+            finally:
+                sys.settrace(None)
+                if isinstance(pool, RearmedPool):
+                    pool.rearm = None
+        except KeyboardInterrupt:
+            pass
+        except descriptors.FileError as exc:
+            self.raised.append(exc.name)
+        event('interrupts: %d' % (len(raised) + len(_raised2)))
+        if fd not in self.owned:
+            # given (else interrupted before it was: the submitter's)
+            self.given.append((fd, self.mine.pop(fd), name, None))
+
+    @precondition(lambda self: not self.finished)
+    @rule(count=st.integers(1, 4))
+    def writer_thread_hands_over(self, count):
+        """one of core's writer threads hands files over from a set of
+        its own (closer.owning), as stream v2's parallel apply does"""
+        mine = set()
+        made = []
+
+        def write():
+            with self.closer.owning(mine):
+                for _ in range(count):
+                    fd, name = self.open_one(mine)
+                    made.append((fd, os.fstat(fd).st_ino, name))
+                    try:
+                        self.closer.close(fd, name, b'w' * 100)
+                    except descriptors.FileError:
+                        pass  # raised again on the owner
+                    mine.discard(fd)
+
+        thread = threading.Thread(target=write)
+        thread.start()
+        thread.join(30)
+        assert not thread.is_alive()
+        assert not mine, 'a writer thread kept a descriptor it gave away'
+        for fd, inode, name in made:
+            self.given.append((fd, inode, name, b'w' * 100))
+
+    @precondition(lambda self: not self.finished)
+    @rule(count=st.integers(1, 20), failing=st.booleans())
+    def finish_while_a_writer_hands_over(self, count, failing):
+        """finish() on the applying thread while one of core's writer
+        threads still hands files over: each is handed over, or refused
+        and closed by the writer, never both, never neither"""
+        mine = set()
+        made = []
+        started = threading.Event()
+
+        def write():
+            with self.closer.owning(mine):
+                for n in range(count):
+                    fd, name = self.open_one(mine)
+                    made.append((fd, os.fstat(fd).st_ino, name))
+                    if n == 0:
+                        started.set()
+                    try:
+                        self.closer.close(fd, name, b'w' * 100)
+                    except descriptors.FileError:
+                        pass  # raised again on the owner
+                    mine.discard(fd)
+            started.set()
+
+        thread = threading.Thread(target=write)
+        thread.start()
+        started.wait(30)
+        self.catch(lambda: self.closer.finish(failing=failing))
+        thread.join(30)
+        assert not thread.is_alive()
+        assert not mine, 'a writer thread kept a descriptor it gave away'
+        for fd, inode, name in made:
+            self.given.append((fd, inode, name, b'w' * 100))
+        self.finished = True
+        self.failing = failing
+        if not failing:
+            for _ in range(len(self.injected) + 1):
+                self.catch(lambda: self.closer.finish())
+
+    @precondition(lambda self: not self.finished and hasattr(os, 'fork'))
+    @rule()
+    def fork(self):
+        """a forked child closes its own files inline, and never waits
+        for or closes what the parent handed over"""
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                fd, name = self.open_one()
+                self.closer.close(fd, name)
+                code = 0 if fd not in self.owned else 2
+                try:
+                    os.fstat(fd)
+                    code = 3  # left open
+                except OSError:
+                    pass
+            except BaseException:
+                import traceback
+
+                traceback.print_exc()
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+    @precondition(lambda self: not self.finished)
+    @rule(failing=st.booleans())
+    def finish(self, failing):
+        self.catch(lambda: self.closer.finish(failing=failing))
+        self.finished = True
+        self.failing = failing
+        if not failing:
+            # each call raises the next failure not raised yet
+            for _ in range(len(self.injected) + 1):
+                self.catch(lambda: self.closer.finish())
+
+    @precondition(lambda self: self.finished)
+    @rule(failing=st.booleans())
+    def finish_again(self, failing):
+        """another frame's teardown finds it done: nothing is waited for
+        or raised again"""
+        self.catch(lambda: self.closer.finish(failing=failing))
+
+    @precondition(lambda self: self.finished and not self.released)
+    @rule()
+    def release(self):
+        """the session's cleanup: what the submitter still owns"""
+        for fd in list(self.owned):
+            descriptors.close_owned(fd, self.owned)
+        self.mine.clear()
+        self.released = True
+
+    # invariants ---------------------------------------------------------
+
+    def is_file(self, fd, inode):
+        try:
+            return os.fstat(fd).st_ino == inode
+        except OSError:
+            return False
+
+    @invariant()
+    def owned_files_are_open(self):
+        if self.dir is None:
+            return
+        for fd, inode in self.mine.items():
+            assert fd in self.owned, 'descriptor %d, owned, left the set' % fd
+            assert self.is_file(fd, inode), (
+                'descriptor %d, its submitter\'s, was closed' % fd
+            )
+
+    @invariant()
+    def given_files_are_never_owned_again(self):
+        if self.dir is None:
+            return
+        for fd, inode, name, _data in self.given:
+            assert not (fd in self.owned and self.is_file(fd, inode)), (
+                'descriptor %d (%s) given away and owned' % (fd, name))
+
+    @invariant()
+    def after_finish_nothing_pending_and_no_thread(self):
+        if self.dir is None or not self.finished:
+            return
+        closer = self.closer
+        assert closer.finished and not closer.abandoned
+        assert closer.pending == 0
+        assert len(closer_threads()) <= self.threadsbefore
+        if self.pool == 'lane':
+            assert closer._pool._lane.running == 0
+            assert closer._pool._lane.joinerrors == 0
+        for fd, inode, name, data in self.given:
+            assert not self.is_file(fd, inode), (
+                'descriptor %d (%s) given away, still open' % (fd, name))
+            if data and name not in self.injected:
+                path = os.path.join(self.dir, name)
+                assert os.path.getsize(path) == len(data), name
+
+    @invariant()
+    def each_failure_raised_once(self):
+        if self.dir is None:
+            return
+        assert len(self.raised) == len(set(self.raised)), self.raised
+        assert set(self.raised) <= self.injected
+        if self.finished and not self.failing:
+            assert set(self.raised) == self.injected
+
+    @invariant()
+    def after_release_nothing_open(self):
+        if self.dir is None or not self.released:
+            return
+        assert not self.owned
+        for fd, inode in self.mine.items():
+            assert not self.is_file(fd, inode)
+
+
+MODEL_SETTINGS = settings(
+    max_examples=EXAMPLES,
+    stateful_step_count=STEPS,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
+
+
+class PythonPoolModel(CloserModel):
+    pool = 'python'
+
+
+class LanePoolModel(CloserModel):
+    pool = 'lane'
+
+
+TestPythonPoolModel = PythonPoolModel.TestCase
+TestPythonPoolModel.settings = MODEL_SETTINGS
+TestLanePoolModel = pytest.mark.skipif(
+    native.lane_module is None,
+    reason='the C lane is not built here (test_closelane.py says where it '
+    'must be)',
+)(LanePoolModel.TestCase)
+TestLanePoolModel.settings = MODEL_SETTINGS
