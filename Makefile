@@ -181,7 +181,8 @@ test-upstream-ci:
 # reliability soak (not part of make test, about 10 minutes): 50 applies in
 # a row with random latencies, policies and injected close failures, then
 # peak memory at 20,000 and 200,000 files, core against the extension; new
-# random examples for the stream fuzzer.  SOAK_SEED=N repeats a run.
+# random examples for the stream fuzzer, and 1,000 sequences of the
+# closer's model (make test runs 40 a pool).  SOAK_SEED=N repeats a run.
 SOAK_RUNS ?= 50
 SOAK_SEED ?=
 soak: $(STAMP) $(SHIM)
