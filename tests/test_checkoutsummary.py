@@ -5,7 +5,8 @@ import os
 
 import pytest
 
-from hgext3rd.backgroundclose import checkoutsummary, engine
+from hgext3rd.backgroundclose import engine
+from hgext3rd.backgroundclose.checkout import summary as checkoutsummary
 
 
 def figures(files, seconds, threads=0, written=0, nbytes=0):

@@ -1,16 +1,14 @@
-# whole files written by writer threads (deferredwrite.py), and when a
-# stream apply starts them (policy.WritePolicy): no Mercurial repository,
-# no sleeps
+# whole files written by writer threads (shared/deferredwrite.py), and when
+# a stream apply starts them (engine/policy.py): no Mercurial
+# repository, no sleeps
 import os
 import sys
 import threading
 
 import pytest
 
-from hgext3rd.backgroundclose import (
-    engine as closermod,
-    deferredwrite,
-)
+from hgext3rd.backgroundclose import engine as closermod
+from hgext3rd.backgroundclose.shared import deferredwrite
 from hgext3rd.backgroundclose.engine import policy as policymod  # noqa: E402
 
 US = 1e-6

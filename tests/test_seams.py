@@ -19,10 +19,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
 
 from mercurial import vfs as vfsmod  # noqa: E402
 
-from hgext3rd.backgroundclose import (  # noqa: E402
-    revlogwrite,
-    seams,
-    streamapply,
+from hgext3rd.backgroundclose.changegroup import (  # noqa: E402
+    revlogs as revlogwrite,
+)
+from hgext3rd.backgroundclose.shared import seams  # noqa: E402
+from hgext3rd.backgroundclose.stream import (  # noqa: E402
+    apply as streamapply,
 )
 
 

@@ -23,18 +23,24 @@ from mercurial import error, hg, util  # noqa: E402
 
 import streamcraft  # noqa: E402
 
-from hgext3rd.backgroundclose import (  # noqa: E402
-    engine as closermod,
+from hgext3rd.backgroundclose import engine as closermod  # noqa: E402
+from hgext3rd.backgroundclose.changegroup import (  # noqa: E402
+    revlogs as revlogwrite,
+)
+from hgext3rd.backgroundclose.checkout import (  # noqa: E402
+    filecloser as workingcopy,
+)
+from hgext3rd.backgroundclose.shared import (  # noqa: E402
     compat,
     deferredwrite,
     handedfiles,
     handover,
     report as reportmod,
-    revlogwrite,
     seams,
     session as sessionmod,
-    streamapply,
-    workingcopy,
+)
+from hgext3rd.backgroundclose.stream import (  # noqa: E402
+    apply as streamapply,
 )
 from hgext3rd.backgroundclose.engine import policy as policymod  # noqa: E402
 
@@ -1078,7 +1084,7 @@ def test_a_slow_close_in_a_stream_v2_skip_ends_it_at_once(
     # nth timed one is slow, so the skip ends after that file, and the
     # next files are the session's again (a sample, cheap here, then the
     # next skip, which doubles as before)
-    from hgext3rd.backgroundclose import streamv2
+    from hgext3rd.backgroundclose.stream import v2 as streamv2
 
     repo = cheap_closes_repo
     sample, window = policymod.SkipSchedule.SAMPLE, policymod.SkipWatch.WINDOW

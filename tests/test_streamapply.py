@@ -17,7 +17,10 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
 
-from hgext3rd.backgroundclose import engine, streamapply  # noqa: E402
+from hgext3rd.backgroundclose import engine  # noqa: E402
+from hgext3rd.backgroundclose.stream import (  # noqa: E402
+    apply as streamapply,
+)
 
 
 @pytest.fixture

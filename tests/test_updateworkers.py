@@ -2,7 +2,8 @@
 from hypothesis import given, settings, strategies as st
 from mercurial import ui as uimod
 
-from hgext3rd.backgroundclose import compat, updateworkers
+from hgext3rd.backgroundclose.checkout import workers as updateworkers
+from hgext3rd.backgroundclose.shared import compat
 
 
 def actions(paths):

@@ -26,7 +26,7 @@ import threading
 
 from mercurial import util
 
-from . import engine
+from .. import engine
 
 
 class Directories:

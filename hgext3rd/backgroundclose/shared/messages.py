@@ -11,7 +11,7 @@ from mercurial.i18n import _
 from mercurial import error, util
 from mercurial.utils import stringutil
 
-from .engine import policy as policymod
+from ..engine import policy as policymod
 
 # one whole sentence per action, so that a translation can word each
 _FILE_ERRORS = {

@@ -1,4 +1,4 @@
-# streamapply.py - background closing and timing for stream clone consumers
+# apply.py - background closing and timing for stream clone consumers
 #
 # Copyright 2026 hg-backgroundclose contributors
 #
@@ -38,23 +38,25 @@ from mercurial import (
 )
 from mercurial.utils import stringutil
 
-from . import (
+from .. import engine
+from ..engine import policy as policymod
+from ..shared import (
     compat,
     deferredwrite,
     directories,
-    engine,
     handedfiles,
-    journal as journalmod,
-    malformed,
     messages,
     report as reportmod,
     seams,
     session as sessionmod,
     settings,
-    streamopen,
-    streamv2,
 )
-from .engine import policy as policymod
+from . import (
+    journal as journalmod,
+    malformed,
+    opens as streamopen,
+    v2 as streamv2,
+)
 
 # one close of a skip's files in so many is timed (SkipWatch)
 _WINDOW_MASK = policymod.SkipWatch.MASK

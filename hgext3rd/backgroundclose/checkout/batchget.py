@@ -1,4 +1,4 @@
-# checkout.py - the working-copy files an update gets, written whole
+# batchget.py - the working-copy files an update gets, written whole
 #
 # Copyright 2026 hg-backgroundclose contributors
 #
@@ -33,16 +33,16 @@ from mercurial import (
 )
 from mercurial.dirstateutils import timestamp
 
-from . import (
-    checkoutsummary,
+from .. import engine
+from ..engine import policy as policymod
+from ..shared import (
     deferredwrite,
     directories,
-    engine,
     messages,
     seams,
     settings,
 )
-from .engine import policy as policymod
+from . import summary as checkoutsummary
 
 # a new file, never one through a symbolic link or one that was there:
 # what core's unlink-then-open makes, in one round trip when nothing is

@@ -33,8 +33,8 @@ import os
 import threading
 import time
 
-from . import engine
-from .engine import policy as policymod
+from .. import engine
+from ..engine import policy as policymod
 
 # bytes of data held for files not written yet, at most
 BUDGET = 32 * 1024 * 1024

@@ -1,4 +1,4 @@
-# streamv2.py - stream v2 files written in place of core's _write_files
+# v2.py - stream v2 files written in place of core's _write_files
 #
 # Copyright 2026 hg-backgroundclose contributors
 #
@@ -33,11 +33,9 @@ from mercurial import (
     vfs as vfsmod,
 )
 
-from . import (
-    compat,
-    engine,
-)
-from .engine import policy as policymod
+from .. import engine
+from ..engine import policy as policymod
+from ..shared import compat
 
 # CPU time of the calling thread: an open that burns it is no wait
 _thread_time = time.thread_time
