@@ -79,6 +79,7 @@ def run(mode, root, count, size, seam='stream'):
     if seam == 'update':
         return run_update(mode, ui, root, count, size)
     from hgext3rd.backgroundclose.stream import apply as streamapply
+    from hgext3rd.backgroundclose.stream import wrappers as streamwrappers
 
     shutil.rmtree(root, ignore_errors=True)
     repo = hg.repository(ui, root, create=True)
@@ -98,7 +99,7 @@ def run(mode, root, count, size, seam='stream'):
             consume()
         else:
             session = streamapply.ApplySession(repo, b'v3')
-            session.run(repo.store.rawvfs, streamapply._SESSION_SEAMS,
+            session.run(repo.store.rawvfs, streamwrappers.SESSION_SEAMS,
                         consume, (), {})
     took = (time.perf_counter() - start) / count * 1e6
     if mode.endswith('-report'):

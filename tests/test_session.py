@@ -41,8 +41,12 @@ from hgext3rd.backgroundclose.shared import (  # noqa: E402
 )
 from hgext3rd.backgroundclose.stream import (  # noqa: E402
     apply as streamapply,
+    wrappers as streamwrappers,
 )
 from hgext3rd.backgroundclose.engine import policy as policymod  # noqa: E402
+from hgext3rd.backgroundclose.engine import (  # noqa: E402
+    writepolicy as writepolicymod,
+)
 
 needs_lane = pytest.mark.skipif(
     not closermod.native_available(),
@@ -354,7 +358,7 @@ def wraps_open():
     from mercurial import extensions, vfs as vfsmod
 
     return any(
-        getattr(wrapper, 'func', None) is streamapply.vfsopen
+        getattr(wrapper, 'func', None) is streamwrappers.vfsopen
         for wrapper in extensions.getwrapperchain(vfsmod.vfs, '__call__')
     )
 
@@ -1272,9 +1276,9 @@ def test_stream_v2_prepare_wrapper_in_place_once_the_session_s_writers_start(
         starts.append(len(starts))
         return 'wall' if len(starts) == 3 else None
 
-    monkeypatch.setattr(policymod.WritePolicy, 'time_next', time_next)
+    monkeypatch.setattr(writepolicymod.WritePolicy, 'time_next', time_next)
     monkeypatch.setattr(
-        policymod.WritePolicy, 'learn',
+        writepolicymod.WritePolicy, 'learn',
         lambda policy, wall, cpu=None, blocked=None: setattr(
             policy, 'deferring', True) or True,
     )
@@ -1415,7 +1419,7 @@ def test_no_file_is_left_to_core_where_the_session_needs_them(
     count = policymod.SkipSchedule.SAMPLE * 2
     # opens measured after more than this stream's files, whatever one
     # slow open on a loaded machine makes the policy time
-    monkeypatch.setattr(policymod.WritePolicy, 'FIRST', count + 1)
+    monkeypatch.setattr(writepolicymod.WritePolicy, 'FIRST', count + 1)
     kinds = write_stream_files(repo, session, count)
     repo.ui.popbuffer()
     assert kinds == [own_file(session)] * count

@@ -9,7 +9,7 @@ that it can be tested on its own.  The seams (stream/, changegroup/,
 checkout/, and what they share in shared/) hand it files; see
 docs/design.rst for the layers.
 
-- policy.py: the decisions, clock in, decisions out;
+- policy.py, writepolicy.py: the decisions, clock in, decisions out;
 - closer.py: the ``Closer`` the seams hand every file to;
 - handovers.py, sizing.py: its hand-overs, and the threads it runs;
 - pools.py: the threads that close, Python or C, behind one interface;
