@@ -1,4 +1,4 @@
-# test_checkout.py - one working-copy file written whole (checkout.py)
+# test_checkout.py - one working-copy file written whole (checkout/batchget.py)
 #
 # Copyright 2026 hg-backgroundclose contributors
 #

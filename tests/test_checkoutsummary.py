@@ -1,5 +1,5 @@
 """The checkout's figures, gathered from the workers of one update
-(checkoutsummary.py)"""
+(checkout/summary.py)"""
 
 import os
 

@@ -1064,7 +1064,7 @@ def test_stream_v2_writes_whole_skips_untimed_in_place_of_core_s_writer(
 
 
 class SlowAt:
-    """streamv2's time module, whose perf_counter (_write_skip's clock)
+    """stream/v2.py's time module, whose perf_counter (_write_skip's clock)
     moves a microsecond a call, and a second at the call that ends the
     ``nth`` timed close (1-based): that close is slow, whatever the
     threshold"""

@@ -1,4 +1,4 @@
-# an update's forked workers given whole directories (updateworkers.py)
+# an update's forked workers given whole directories (checkout/workers.py)
 from hypothesis import given, settings, strategies as st
 from mercurial import ui as uimod
 

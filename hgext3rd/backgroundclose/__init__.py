@@ -224,7 +224,7 @@ def debuginstall(ui, fm):
 def _process_wrappers():
     """the wrappers in place for the life of the process; the seams inside
     a stream apply or a changegroup step are wrapped while it runs
-    (seams.py).  Each finds its function when first called, so that a
+    (shared/seams.py).  Each finds its function when first called, so that a
     command loads only the modules of the seams it reaches (a stream
     clone never loads the checkout's)."""
     later = seams.when_called

@@ -209,7 +209,7 @@ class FileWrite:
 class DeferredFile:
     """what core writes a deferred file into; see the module doc
 
-    ``handler`` (streamopen.StreamOpener) hands the whole file to the
+    ``handler`` (stream/opens.py's StreamOpener) hands the whole file to the
     writers (``handler.write_later``) and, when the data does not fit the
     budget, opens the file on this thread (``handler.open_now``).
     """

@@ -182,7 +182,7 @@ def log_summary(ui, label, count, unit, seconds, closer, stats, extra=b''):
 
 
 def summarize_checkout(ui, figures):
-    """after a checkout (checkout.py, its ``figures`` summed over the
+    """after a checkout (checkout/batchget.py, its ``figures`` summed over the
     update's workers): with ``--debug``, a line if writers started, and in
     any case the ``ui.log`` line"""
     threads = figures.threads

@@ -75,7 +75,7 @@ class ApplySession(sessionmod.Session):
         self.expectedbytes = expectedbytes
         # whether each file is opened through the vfs and copied with
         # util.filechunkiter: all but stream v2 from Mercurial 7.0 on,
-        # whose files _write_files writes (streamv2.py)
+        # whose files _write_files writes (v2.py)
         self.opens_through_vfs = fmt != b'v2' or not compat.HAS_WRITE_FILES
         self.reportstyle = settings.report(ui)
         # a debugapplystreamclonebundle running: it shows the reports

@@ -44,7 +44,7 @@ _WRITE_ERRNOS = frozenset(
 
 
 class StreamOpener:
-    """how the files of one ``session`` (streamapply.ApplySession) are
+    """how the files of one ``session`` (apply.ApplySession) are
     opened through the vfs"""
 
     def __init__(self, session):

@@ -47,7 +47,7 @@ _WINDOW_MASK = policymod.SkipWatch.MASK
 
 
 class StreamV2Writer:
-    """the stream v2 files of one ``session`` (streamapply.ApplySession)"""
+    """the stream v2 files of one ``session`` (apply.ApplySession)"""
 
     def __init__(self, session):
         self._session = session
@@ -581,7 +581,7 @@ SEAMS = [
     else None,
 ]
 
-# journaled, in place for the whole apply (see streamapply.session_seams);
+# journaled, in place for the whole apply (see apply.session_seams);
 # otherwise once files are written off the reading thread
 # (ApplySession.want_prepare)
 PREPARE_SEAM = (
