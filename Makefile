@@ -36,8 +36,9 @@ venv: $(STAMP)
 # setuptools 77 or later in the virtualenv too, for what builds in-process
 # with it: `make dist`, tests/test-admin.t, and `python setup.py build_ext
 # --inplace` (pyproject.toml's license is an SPDX expression)
-$(STAMP): pyproject.toml setup.py hgext3rd/backgroundclose/_closelane.c \
-		hgext3rd/backgroundclose/_opstat.c
+$(STAMP): pyproject.toml setup.py \
+		hgext3rd/backgroundclose/engine/_closelane.c \
+		hgext3rd/backgroundclose/engine/_opstat.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet "mercurial==$(HG_VERSION)" pytest cram hypothesis \
@@ -319,7 +320,7 @@ dist:
 	@$(DIST_ENV)/bin/python -c "import glob, os, sys, zipfile; \
 		names = zipfile.ZipFile(glob.glob('dist/*.whl')[0]).namelist(); \
 		missing = [m for m in ('_closelane', '_opstat') if os.name == 'posix' \
-			and not any(n.startswith('hgext3rd/backgroundclose/%s.' % m) \
+			and not any(n.startswith('hgext3rd/backgroundclose/engine/%s.' % m) \
 				and n.endswith('.so') for n in names)]; \
 		missing and sys.exit('dist: the wheel lacks %s (see build/dist.log)' \
 			% ', '.join(missing))"
@@ -327,4 +328,4 @@ dist:
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info tests/*.t.err \
-		hgext3rd/backgroundclose/*.so
+		hgext3rd/backgroundclose/engine/*.so

@@ -20,8 +20,8 @@ if os.name == 'posix':
     for name in ('_closelane', '_opstat'):
         ext_modules.append(
             Extension(
-                'hgext3rd.backgroundclose.' + name,
-                ['hgext3rd/backgroundclose/%s.c' % name],
+                'hgext3rd.backgroundclose.engine.' + name,
+                ['hgext3rd/backgroundclose/engine/%s.c' % name],
                 optional=True,
             )
         )

@@ -78,7 +78,8 @@ def run(mode, root, count, size, seam='stream'):
         return run_revlogs(mode, ui, root, count, size)
     if seam == 'update':
         return run_update(mode, ui, root, count, size)
-    from hgext3rd.backgroundclose import streamapply
+    from hgext3rd.backgroundclose.stream import apply as streamapply
+    from hgext3rd.backgroundclose.stream import wrappers as streamwrappers
 
     shutil.rmtree(root, ignore_errors=True)
     repo = hg.repository(ui, root, create=True)
@@ -98,7 +99,7 @@ def run(mode, root, count, size, seam='stream'):
             consume()
         else:
             session = streamapply.ApplySession(repo, b'v3')
-            session.run(repo.store.rawvfs, streamapply._SESSION_SEAMS,
+            session.run(repo.store.rawvfs, streamwrappers.SESSION_SEAMS,
                         consume, (), {})
     took = (time.perf_counter() - start) / count * 1e6
     if mode.endswith('-report'):
@@ -107,7 +108,7 @@ def run(mode, root, count, size, seam='stream'):
 
 
 def run_revlogs(mode, ui, root, count, size):
-    from hgext3rd.backgroundclose import revlogwrite
+    from hgext3rd.backgroundclose.changegroup import revlogs as revlogwrite
 
     shutil.rmtree(root, ignore_errors=True)
     repo = hg.repository(ui, root, create=True)
@@ -144,7 +145,7 @@ def run_revlogs(mode, ui, root, count, size):
 
 def run_update(mode, ui, root, count, size):
     from mercurial import vfs as vfsmod
-    from hgext3rd.backgroundclose import workingcopy
+    from hgext3rd.backgroundclose.checkout import filecloser as workingcopy
 
     shutil.rmtree(root, ignore_errors=True)
     repo = hg.repository(ui, root, create=True)

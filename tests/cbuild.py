@@ -1,8 +1,8 @@
 # cbuild.py - build one of the extension's C modules as a test needs it
-"""Build ``hgext3rd/backgroundclose/<name>.c`` into a test's directory with
-extra compiler flags, against this Python's headers, and load it in a child
-Python: for the builds this machine cannot run natively (macOS without
-``pthread_condattr_setclock``, a free-threaded Python)."""
+"""Build ``hgext3rd/backgroundclose/engine/<name>.c`` into a test's
+directory with extra compiler flags, against this Python's headers, and load
+it in a child Python: for the builds this machine cannot run natively (macOS
+without ``pthread_condattr_setclock``, a free-threaded Python)."""
 
 import os
 import shlex
@@ -32,7 +32,7 @@ def build_module(name, directory, *flags):
         pytest.skip('no C compiler found to build %s.c with %s'
                     % (name, ' '.join(flags)))
     src = os.path.join(os.path.dirname(__file__), '..', 'hgext3rd',
-                       'backgroundclose', name + '.c')
+                       'backgroundclose', 'engine', name + '.c')
     out = os.path.join(
         str(directory), name + sysconfig.get_config_var('EXT_SUFFIX'))
     paths = sysconfig.get_paths()

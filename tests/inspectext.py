@@ -43,7 +43,7 @@ _SEAMS = [
     (changegroup.cg1unpacker, 'filelogheader'),
     (streamclone, '_write_files'),
     (vfsmod.abstractvfs, 'prepare_streamed_file'),
-    # stream v2 with the report shown (streamv2.MKDIR_SEAM)
+    # stream v2 with the report shown (stream/v2.py's MKDIR_SEAM)
     (util, 'makedirs'),
 ]
 

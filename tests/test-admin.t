@@ -72,12 +72,12 @@ close threads are those the wheel brought:
     location: */venv/lib/python*/site-packages/hgext3rd/backgroundclose/__init__.py (glob)
   $ venv/bin/python -c '
   > import os, sys
-  > from hgext3rd.backgroundclose import _closelane, _opstat
+  > from hgext3rd.backgroundclose.engine import _closelane, _opstat
   > for m in (_closelane, _opstat):
   >     print(os.path.relpath(m.__file__, sys.prefix))
   > '
-  lib/python*/site-packages/hgext3rd/backgroundclose/_closelane.*.so (glob)
-  lib/python*/site-packages/hgext3rd/backgroundclose/_opstat.*.so (glob)
+  lib/python*/site-packages/hgext3rd/backgroundclose/engine/_closelane.*.so (glob)
+  lib/python*/site-packages/hgext3rd/backgroundclose/engine/_opstat.*.so (glob)
 
 A stream clone over ssh, closing on background threads (forced here: on
 so small a repository, left to itself, the extension measures closes

@@ -104,8 +104,8 @@ hg status (demandimport leaves a module unrun until something in it is used):
 
   $ cat > loaded.py <<PY
   > import sys
-  > NAMES = ('mercurial.help', 'hgext3rd.backgroundclose.checkout',
-  >          'hgext3rd.backgroundclose.streamapply')
+  > NAMES = ('mercurial.help', 'hgext3rd.backgroundclose.checkout.batchget',
+  >          'hgext3rd.backgroundclose.stream.apply')
   > def uisetup(ui):
   >     def report():
   >         for name in NAMES:
@@ -120,20 +120,20 @@ hg status (demandimport leaves a module unrun until something in it is used):
   $ hg -R used commit -qAm a
   $ hg -R used --config extensions.loaded=loaded.py status
   mercurial.help -
-  hgext3rd.backgroundclose.checkout -
-  hgext3rd.backgroundclose.streamapply -
+  hgext3rd.backgroundclose.checkout.batchget -
+  hgext3rd.backgroundclose.stream.apply -
   $ hg --config extensions.loaded=loaded.py help config.worker \
   >   | grep -e '^    "backgroundclose"$' -e ' ran$' -e ' -$'
       "backgroundclose"
   mercurial.help ran
-  hgext3rd.backgroundclose.checkout -
-  hgext3rd.backgroundclose.streamapply -
+  hgext3rd.backgroundclose.checkout.batchget -
+  hgext3rd.backgroundclose.stream.apply -
   $ hg -R used update -q null
   $ hg -R used --config extensions.loaded=loaded.py update
   1 files updated, 0 files merged, 0 files removed, 0 files unresolved
   mercurial.help -
-  hgext3rd.backgroundclose.checkout ran
-  hgext3rd.backgroundclose.streamapply -
+  hgext3rd.backgroundclose.checkout.batchget ran
+  hgext3rd.backgroundclose.stream.apply -
 
 hgweb's help pages, served by hg serve, show the extension's settings too:
 

@@ -14,7 +14,7 @@ apply is taken back: once, though three frames see the failure.
   $ hg -R src bundle -q -a --type 'none-v2;stream=v2' v2.hg
   $ cat > undolock.py <<'PY'
   > from mercurial import error, extensions, transaction
-  > from hgext3rd.backgroundclose import streamapply
+  > from hgext3rd.backgroundclose.stream import apply as streamapply
   > def uisetup(ui):
   >     def take_back(orig, self):
   >         locked = self._repo.currentlock() is not None

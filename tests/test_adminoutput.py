@@ -20,9 +20,9 @@ from mercurial import error, ui as uimod  # noqa: E402
 from mercurial.utils import resourceutil  # noqa: E402
 
 import hgext3rd.backgroundclose as extension  # noqa: E402
-from hgext3rd.backgroundclose import (  # noqa: E402
-    confighelp,
-    engine,
+from hgext3rd.backgroundclose import engine  # noqa: E402
+from hgext3rd.backgroundclose.face import confighelp  # noqa: E402
+from hgext3rd.backgroundclose.shared import (  # noqa: E402
     messages,
     report as reportmod,
 )

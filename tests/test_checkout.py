@@ -1,4 +1,4 @@
-# test_checkout.py - one working-copy file written whole (checkout.py)
+# test_checkout.py - one working-copy file written whole (checkout/batchget.py)
 #
 # Copyright 2026 hg-backgroundclose contributors
 #
@@ -18,7 +18,10 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
 
-from hgext3rd.backgroundclose import checkout, engine  # noqa: E402
+from hgext3rd.backgroundclose import engine  # noqa: E402
+from hgext3rd.backgroundclose.checkout import (  # noqa: E402
+    batchget as checkout,
+)
 
 WAYS = ['here', 'writers']
 

@@ -1,11 +1,12 @@
 """The checkout's figures, gathered from the workers of one update
-(checkoutsummary.py)"""
+(checkout/summary.py)"""
 
 import os
 
 import pytest
 
-from hgext3rd.backgroundclose import checkoutsummary, engine
+from hgext3rd.backgroundclose import engine
+from hgext3rd.backgroundclose.checkout import summary as checkoutsummary
 
 
 def figures(files, seconds, threads=0, written=0, nbytes=0):

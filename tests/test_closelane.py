@@ -928,7 +928,7 @@ def test_ctrl_c_stops_a_call_stuck_behind_a_hung_close(
         import importlib.util, os, signal, sys, threading, time
         path = %r
         if path is None:
-            from hgext3rd.backgroundclose import _closelane
+            from hgext3rd.backgroundclose.engine import _closelane
         else:
             spec = importlib.util.spec_from_file_location(%r, path)
             _closelane = importlib.util.module_from_spec(spec)
@@ -997,7 +997,7 @@ def test_forked_children_refuse_every_getter_and_method(tmp_path):
     out = run_with_shim(
         '''
         import os, resource, signal, sys, time, warnings
-        from hgext3rd.backgroundclose import _closelane
+        from hgext3rd.backgroundclose.engine import _closelane
         # forking while threads run is the point
         warnings.simplefilter('ignore', DeprecationWarning)
         GETTERS = ('pending', 'queued', 'threads', 'peak', 'closed',

@@ -1,17 +1,18 @@
-# whole files written by writer threads (deferredwrite.py), and when a
-# stream apply starts them (policy.WritePolicy): no Mercurial repository,
-# no sleeps
+# whole files written by writer threads (shared/deferredwrite.py), and when
+# a stream apply starts them (engine/writepolicy.py): no Mercurial
+# repository, no sleeps
 import os
 import sys
 import threading
 
 import pytest
 
-from hgext3rd.backgroundclose import (
-    engine as closermod,
-    deferredwrite,
-)
+from hgext3rd.backgroundclose import engine as closermod
+from hgext3rd.backgroundclose.shared import deferredwrite
 from hgext3rd.backgroundclose.engine import policy as policymod  # noqa: E402
+from hgext3rd.backgroundclose.engine import (  # noqa: E402
+    writepolicy as writepolicymod,
+)
 
 US = 1e-6
 
@@ -32,14 +33,14 @@ def drive(writepolicy, wall, cpu, opens):
 
 
 def test_waiting_opens_start_writers_after_a_few():
-    wp = policymod.WritePolicy(threshold=100 * US, sample=8)
+    wp = writepolicymod.WritePolicy(threshold=100 * US, sample=8)
     assert drive(wp, wall=1500 * US, cpu=40 * US, opens=12)
     assert wp.deferring
-    assert wp.timed == policymod.WritePolicy.FIRST
+    assert wp.timed == writepolicymod.WritePolicy.FIRST
 
 
 def test_cheap_opens_never_start_writers_and_are_sampled():
-    wp = policymod.WritePolicy(threshold=100 * US, sample=8)
+    wp = writepolicymod.WritePolicy(threshold=100 * US, sample=8)
     timed = 0
     for _ in range(800):
         how = wp.time_next()
@@ -53,13 +54,13 @@ def test_cheap_opens_never_start_writers_and_are_sampled():
 
 def test_burning_opens_are_no_wait():
     # a scan on open: as slow as a network round trip, all of it CPU
-    wp = policymod.WritePolicy(threshold=100 * US, sample=8)
+    wp = writepolicymod.WritePolicy(threshold=100 * US, sample=8)
     assert not drive(wp, wall=1500 * US, cpu=1450 * US, opens=2000)
     assert not wp.deferring
 
 
 def test_one_preempted_open_does_not_start_writers():
-    wp = policymod.WritePolicy(threshold=100 * US, sample=8)
+    wp = writepolicymod.WritePolicy(threshold=100 * US, sample=8)
     assert wp.time_next() == 'wall'
     wp.learn(900 * US)
     assert wp.time_next() == 'cpu'
@@ -69,7 +70,7 @@ def test_one_preempted_open_does_not_start_writers():
 
 
 def test_a_slow_open_timed_by_wall_only_is_not_counted():
-    wp = policymod.WritePolicy(threshold=100 * US, sample=8)
+    wp = writepolicymod.WritePolicy(threshold=100 * US, sample=8)
     assert wp.time_next() == 'wall'
     assert not wp.learn(900 * US)
     assert wp.timed == 0
@@ -107,7 +108,7 @@ def test_opens_that_only_burn_cpu_near_a_quarter_stay_sampled(cpu, blocked):
     # says a decision may be near, they show none, and most opens go
     # untimed again; files may be left to core (opens_cheap) most of the
     # time
-    wp = policymod.WritePolicy(threshold=100 * US, sample=8)
+    wp = writepolicymod.WritePolicy(threshold=100 * US, sample=8)
     hows, cheap = time_opens(wp, 800, 40 * US, cpu, blocked)
     assert 'cpu' in hows
     assert hows.count(None) > 400
@@ -119,7 +120,7 @@ def test_opens_that_wait_near_a_quarter_are_timed_in_wall_time_alone():
     # a network file system answering an open in 40 us: a decision may be
     # near, so every open is timed, but once one timed in CPU time showed
     # waiting, wall time alone tells (no system call)
-    wp = policymod.WritePolicy(threshold=100 * US, sample=8)
+    wp = writepolicymod.WritePolicy(threshold=100 * US, sample=8)
     hows, cheap = time_opens(wp, 800, 40 * US, 3 * US)
     assert 0 < hows.count('cpu') <= 2
     assert hows[400:].count('wall') == 400
@@ -128,22 +129,22 @@ def test_opens_that_wait_near_a_quarter_are_timed_in_wall_time_alone():
 
 
 def test_opens_that_turn_slow_after_burning_cpu_start_writers_soon():
-    wp = policymod.WritePolicy(threshold=100 * US, sample=8)
+    wp = writepolicymod.WritePolicy(threshold=100 * US, sample=8)
     time_opens(wp, 800, 40 * US, 40 * US)
     assert drive(wp, wall=1500 * US, cpu=40 * US, opens=24)
 
 
 def test_forced_modes():
-    on = policymod.WritePolicy(policymod.BACKGROUND)
+    on = writepolicymod.WritePolicy(policymod.BACKGROUND)
     assert on.deferring and on.time_next() is None
-    off = policymod.WritePolicy(policymod.INLINE)
+    off = writepolicymod.WritePolicy(policymod.INLINE)
     assert not drive(off, wall=5000 * US, cpu=0, opens=100)
     assert not off.deferring
 
 
 def test_unknown_mode_refused():
     with pytest.raises(ValueError):
-        policymod.WritePolicy('sometimes')
+        writepolicymod.WritePolicy('sometimes')
 
 
 # -- WriteBudget -------------------------------------------------------
@@ -410,7 +411,7 @@ def test_discarded_write_writes_nothing(tmp_path):
 def test_preempted_opens_on_a_busy_machine_are_no_wait():
     # wall time far above CPU time, but the thread never slept in the
     # kernel: it waited for a core (2 cores, a parallel test run)
-    wp = policymod.WritePolicy(threshold=100 * US, sample=8)
+    wp = writepolicymod.WritePolicy(threshold=100 * US, sample=8)
     for _ in range(2000):
         how = wp.time_next()
         if how == 'cpu':

@@ -4,7 +4,7 @@ import stat
 
 import pytest
 
-from hgext3rd.backgroundclose import directories
+from hgext3rd.backgroundclose.shared import directories
 
 
 def tree(root):

@@ -25,8 +25,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 from mercurial import vfs as vfsmod  # noqa: E402
 
 from fdcheck import is_open  # noqa: E402
-from hgext3rd.backgroundclose import (  # noqa: E402
-    engine as closermod,
+from hgext3rd.backgroundclose import engine as closermod  # noqa: E402
+from hgext3rd.backgroundclose.shared import (  # noqa: E402
     handedfiles,
     handover,
 )

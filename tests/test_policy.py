@@ -14,6 +14,9 @@ from hypothesis import given, settings, strategies as st
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
 
 from hgext3rd.backgroundclose.engine import policy as policymod  # noqa: E402
+from hgext3rd.backgroundclose.engine import (  # noqa: E402
+    writepolicy as writepolicymod,
+)
 from hgext3rd.backgroundclose.engine.policy import Policy  # noqa: E402
 
 
@@ -174,8 +177,8 @@ def test_closes_are_cheap_only_inline_and_well_below_the_threshold():
 
 
 def test_opens_are_cheap_once_measured_or_never_handed_over():
-    writes = policymod.WritePolicy(threshold=100e-6, sample=1)
-    for _ in range(policymod.WritePolicy.FIRST - 1):
+    writes = writepolicymod.WritePolicy(threshold=100e-6, sample=1)
+    for _ in range(writepolicymod.WritePolicy.FIRST - 1):
         writes.learn(10e-6)
     assert not writes.opens_cheap()  # too few measured yet
     writes.learn(10e-6)
@@ -183,8 +186,8 @@ def test_opens_are_cheap_once_measured_or_never_handed_over():
     for _ in range(8):
         writes.learn(45e-6)  # over a quarter of the way to the threshold
     assert not writes.opens_cheap()
-    assert policymod.WritePolicy(policymod.INLINE).opens_cheap()
-    assert not policymod.WritePolicy(policymod.BACKGROUND).opens_cheap()
+    assert writepolicymod.WritePolicy(policymod.INLINE).opens_cheap()
+    assert not writepolicymod.WritePolicy(policymod.BACKGROUND).opens_cheap()
 
 
 def test_too_few_files_close_inline_whatever_the_policy():

@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
 from mercurial import error, ui as uimod  # noqa: E402
 
 from hgext3rd.backgroundclose.engine import policy as policymod  # noqa: E402
-from hgext3rd.backgroundclose import probe as probemod  # noqa: E402
+from hgext3rd.backgroundclose.face import probe as probemod  # noqa: E402
 
 WRITER = 10e-6  # the writer's own time per file: mkdir, open, write
 

@@ -19,11 +19,13 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
 
-from hgext3rd.backgroundclose import (  # noqa: E402
-    engine as closermod,
+from hgext3rd.backgroundclose import engine as closermod  # noqa: E402
+from hgext3rd.backgroundclose.changegroup import (  # noqa: E402
+    revlogs as revlogwrite,
+)
+from hgext3rd.backgroundclose.shared import (  # noqa: E402
     handedfiles,
     handover,
-    revlogwrite,
 )
 
 PAYLOAD = b'revlog bytes still buffered\n' * 10

@@ -19,10 +19,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
 
 from mercurial import vfs as vfsmod  # noqa: E402
 
-from hgext3rd.backgroundclose import (  # noqa: E402
-    revlogwrite,
-    seams,
-    streamapply,
+from hgext3rd.backgroundclose.changegroup import (  # noqa: E402
+    revlogs as revlogwrite,
+)
+from hgext3rd.backgroundclose.shared import seams  # noqa: E402
+from hgext3rd.backgroundclose.stream import (  # noqa: E402
+    apply as streamapply,
+    wrappers as streamwrappers,
 )
 
 
@@ -127,7 +130,7 @@ def test_a_wrapper_left_in_a_chain_after_its_session_does_nothing(lanerepo):
     assert (session.leaving, session.skipping) == (True, 1)
     apply = streamapply.ApplySession(lanerepo, b'v1')
     apply.finish(failing=False)
-    assert streamapply.vfsopen(
+    assert streamwrappers.vfsopen(
         apply, orig, session.rawvfs, b'data/b.i', b'wb'
     ) == 'core'
     assert streamapply.streamv2.write_files(

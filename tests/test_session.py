@@ -23,20 +23,30 @@ from mercurial import error, hg, util  # noqa: E402
 
 import streamcraft  # noqa: E402
 
-from hgext3rd.backgroundclose import (  # noqa: E402
-    engine as closermod,
+from hgext3rd.backgroundclose import engine as closermod  # noqa: E402
+from hgext3rd.backgroundclose.changegroup import (  # noqa: E402
+    revlogs as revlogwrite,
+)
+from hgext3rd.backgroundclose.checkout import (  # noqa: E402
+    filecloser as workingcopy,
+)
+from hgext3rd.backgroundclose.shared import (  # noqa: E402
     compat,
     deferredwrite,
     handedfiles,
     handover,
     report as reportmod,
-    revlogwrite,
     seams,
     session as sessionmod,
-    streamapply,
-    workingcopy,
+)
+from hgext3rd.backgroundclose.stream import (  # noqa: E402
+    apply as streamapply,
+    wrappers as streamwrappers,
 )
 from hgext3rd.backgroundclose.engine import policy as policymod  # noqa: E402
+from hgext3rd.backgroundclose.engine import (  # noqa: E402
+    writepolicy as writepolicymod,
+)
 
 needs_lane = pytest.mark.skipif(
     not closermod.native_available(),
@@ -348,7 +358,7 @@ def wraps_open():
     from mercurial import extensions, vfs as vfsmod
 
     return any(
-        getattr(wrapper, 'func', None) is streamapply.vfsopen
+        getattr(wrapper, 'func', None) is streamwrappers.vfsopen
         for wrapper in extensions.getwrapperchain(vfsmod.vfs, '__call__')
     )
 
@@ -1054,7 +1064,7 @@ def test_stream_v2_writes_whole_skips_untimed_in_place_of_core_s_writer(
 
 
 class SlowAt:
-    """streamv2's time module, whose perf_counter (_write_skip's clock)
+    """stream/v2.py's time module, whose perf_counter (_write_skip's clock)
     moves a microsecond a call, and a second at the call that ends the
     ``nth`` timed close (1-based): that close is slow, whatever the
     threshold"""
@@ -1078,7 +1088,7 @@ def test_a_slow_close_in_a_stream_v2_skip_ends_it_at_once(
     # nth timed one is slow, so the skip ends after that file, and the
     # next files are the session's again (a sample, cheap here, then the
     # next skip, which doubles as before)
-    from hgext3rd.backgroundclose import streamv2
+    from hgext3rd.backgroundclose.stream import v2 as streamv2
 
     repo = cheap_closes_repo
     sample, window = policymod.SkipSchedule.SAMPLE, policymod.SkipWatch.WINDOW
@@ -1266,9 +1276,9 @@ def test_stream_v2_prepare_wrapper_in_place_once_the_session_s_writers_start(
         starts.append(len(starts))
         return 'wall' if len(starts) == 3 else None
 
-    monkeypatch.setattr(policymod.WritePolicy, 'time_next', time_next)
+    monkeypatch.setattr(writepolicymod.WritePolicy, 'time_next', time_next)
     monkeypatch.setattr(
-        policymod.WritePolicy, 'learn',
+        writepolicymod.WritePolicy, 'learn',
         lambda policy, wall, cpu=None, blocked=None: setattr(
             policy, 'deferring', True) or True,
     )
@@ -1409,7 +1419,7 @@ def test_no_file_is_left_to_core_where_the_session_needs_them(
     count = policymod.SkipSchedule.SAMPLE * 2
     # opens measured after more than this stream's files, whatever one
     # slow open on a loaded machine makes the policy time
-    monkeypatch.setattr(policymod.WritePolicy, 'FIRST', count + 1)
+    monkeypatch.setattr(writepolicymod.WritePolicy, 'FIRST', count + 1)
     kinds = write_stream_files(repo, session, count)
     repo.ui.popbuffer()
     assert kinds == [own_file(session)] * count

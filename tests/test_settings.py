@@ -15,7 +15,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
 from mercurial import configitems, error, ui as uimod  # noqa: E402
 
 import hgext3rd.backgroundclose as extension  # noqa: E402
-from hgext3rd.backgroundclose import engine, settings  # noqa: E402
+from hgext3rd.backgroundclose import engine  # noqa: E402
+from hgext3rd.backgroundclose.shared import settings  # noqa: E402
 
 # the extension's settings and their defaults known, as when it is loaded
 configitems.loadconfigtable(

@@ -17,7 +17,11 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
 
-from hgext3rd.backgroundclose import engine, streamapply  # noqa: E402
+from hgext3rd.backgroundclose import engine  # noqa: E402
+from hgext3rd.backgroundclose.stream import (  # noqa: E402
+    apply as streamapply,
+    wrappers as streamwrappers,
+)
 
 
 @pytest.fixture
@@ -400,10 +404,10 @@ def opening(session, repo, name):
     """open ``name`` for writing through the store's vfs, inside the
     session's backgroundclosing() as a stream apply does"""
     rawvfs = repo.store.rawvfs
-    rawvfs._backgroundfilecloser = streamapply.SessionCloser(session)
+    rawvfs._backgroundfilecloser = streamwrappers.SessionCloser(session)
     try:
         storevfs = repo.svfs
-        fp = streamapply.storeopen(
+        fp = streamwrappers.storeopen(
             session, type(storevfs).__call__, storevfs, name, b'wb'
         )
         fp.close()

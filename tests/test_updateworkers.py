@@ -1,8 +1,9 @@
-# an update's forked workers given whole directories (updateworkers.py)
+# an update's forked workers given whole directories (checkout/workers.py)
 from hypothesis import given, settings, strategies as st
 from mercurial import ui as uimod
 
-from hgext3rd.backgroundclose import compat, updateworkers
+from hgext3rd.backgroundclose.checkout import workers as updateworkers
+from hgext3rd.backgroundclose.shared import compat
 
 
 def actions(paths):

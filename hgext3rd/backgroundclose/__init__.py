@@ -123,7 +123,7 @@ core's own):
 
 from mercurial.i18n import _
 from mercurial import (
-    changegroup,
+    changegroup as changegroupmod,
     cmdutil,
     commands,
     exchange,
@@ -136,21 +136,27 @@ from mercurial import (
     vfs as vfsmod,
 )
 
-from . import (
-    checkout,
-    checkoutsummary,
-    compat,
+from . import engine
+from .changegroup import revlogs as revlogwrite
+from .checkout import (
+    batchget,
+    filecloser as workingcopy,
+    summary as checkoutsummary,
+    workers as updateworkers,
+)
+from .face import (
     confighelp,
     debugapply,
-    engine,
-    malformed,
     probe,
-    revlogwrite,
+)
+from .shared import (
+    compat,
     seams,
     settings,
-    streamapply,
-    updateworkers,
-    workingcopy,
+)
+from .stream import (
+    apply as streamapply,
+    malformed,
 )
 
 __version__ = '0.1.0'
@@ -218,7 +224,7 @@ def debuginstall(ui, fm):
 def _process_wrappers():
     """the wrappers in place for the life of the process; the seams inside
     a stream apply or a changegroup step are wrapped while it runs
-    (seams.py).  Each finds its function when first called, so that a
+    (shared/seams.py).  Each finds its function when first called, so that a
     command loads only the modules of the seams it reaches (a stream
     clone never loads the checkout's)."""
     later = seams.when_called
@@ -235,11 +241,11 @@ def _process_wrappers():
         )
     )
     wrappers.append(
-        (changegroup.cg1unpacker, 'apply',
+        (changegroupmod.cg1unpacker, 'apply',
          later(lambda: settings.checked_apply))
     )
     step = later(lambda: revlogwrite.step)
-    wrappers.append((changegroup, '_addchangegroupfiles', step))
+    wrappers.append((changegroupmod, '_addchangegroupfiles', step))
     wrappers.extend(
         (unpacker, '_unpackmanifests', step)
         for unpacker in compat.CHANGEGROUP_UNPACKERS
@@ -252,7 +258,7 @@ def _process_wrappers():
     wrappers.append((streamclone, '_makemap', later(lambda: malformed.makemap)))
     owner = compat.batchget_owner()
     if owner is not None:
-        wrappers.append((owner, 'batchget', later(lambda: checkout.batchget)))
+        wrappers.append((owner, 'batchget', later(lambda: batchget.batchget)))
         name = compat.applyupdates_name(owner)
         if name is not None:
             wrappers.append(

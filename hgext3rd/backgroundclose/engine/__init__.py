@@ -5,16 +5,18 @@
 # This software may be used and distributed according to the terms of the
 # GNU General Public License version 2 or any later version.
 """The engine: what closes files, and when, with no Mercurial import, so
-that it can be tested on its own.  The seams (one module each beside this
-package) hand it files; see docs/design.rst for the layers.
+that it can be tested on its own.  The seams (stream/, changegroup/,
+checkout/, and what they share in shared/) hand it files; see
+docs/design.rst for the layers.
 
-- policy.py: the decisions, clock in, decisions out;
+- policy.py, writepolicy.py: the decisions, clock in, decisions out;
 - closer.py: the ``Closer`` the seams hand every file to;
 - handovers.py, sizing.py: its hand-overs, and the threads it runs;
 - pools.py: the threads that close, Python or C, behind one interface;
 - descriptors.py: opening, writing and closing with one owner at a time;
 - failures.py: what failed anywhere, raised once on the closer's owner;
-- stats.py, threads.py, native.py: what those share.
+- stats.py, threads.py, native.py: what those share;
+- _closelane.c, _opstat.c: the C lane, and the report's counters in C.
 """
 
 from .closer import Closer, native_available

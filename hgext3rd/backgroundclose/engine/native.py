@@ -12,7 +12,7 @@ import atexit
 
 try:
     # built from _closelane.c where possible (see setup.py)
-    from .. import _closelane as lane_module
+    from . import _closelane as lane_module
 except ImportError:
     lane_module = None
 else:

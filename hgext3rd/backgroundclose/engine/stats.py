@@ -13,7 +13,7 @@ import threading
 import time
 
 try:
-    from .. import _opstat  # built from _opstat.c where possible
+    from . import _opstat  # built from _opstat.c where possible
 except ImportError:
     _opstat = None
 

@@ -149,7 +149,7 @@ def cpu_demand(mark, wall):
 
 
 def timed_call(how, function, *args):
-    """``function(*args)`` timed as ``policy.WritePolicy.time_next()``
+    """``function(*args)`` timed as ``writepolicy.WritePolicy.time_next()``
     asks (``'wall'``, or ``'cpu'``: wall and CPU time, and whether the
     thread slept): its result, then the wall seconds, the CPU seconds and
     whether it slept (None where not asked, or not known)"""

@@ -45,13 +45,13 @@ from mercurial import (
 )
 from mercurial.utils import stringutil
 
-from . import (
-    engine,
+from .. import engine
+from ..engine import policy as policymod
+from ..shared import (
     messages,
     report as reportmod,
     settings,
 )
-from .engine import policy as policymod
 
 FILES = 300
 FSYNC_FILES = 32

@@ -14,12 +14,14 @@ import weakref
 from mercurial.i18n import _
 from mercurial.utils import stringutil
 
-from . import (
+from .. import engine
+from ..shared import (
     compat,
     deferredwrite,
-    engine,
-    malformed,
     settings,
+)
+from . import (
+    malformed,
     takeback as takebackmod,
 )
 

@@ -19,7 +19,7 @@ rule"; who owns a descriptor until then: handover.py):
 
 import io
 
-from . import engine
+from .. import engine
 
 
 class _WithBlock:

@@ -1,4 +1,4 @@
-# workingcopy.py - the closer behind vfs.backgroundclosing() outside streams
+# filecloser.py - the closer behind vfs.backgroundclosing() outside streams
 #
 # Copyright 2026 hg-backgroundclose contributors
 #
@@ -34,9 +34,9 @@ from mercurial import (
     vfs as vfsmod,
 )
 
-from . import (
+from .. import engine
+from ..shared import (
     compat,
-    engine,
     handedfiles,
     seams,
     session as sessionmod,

@@ -6,7 +6,7 @@
 # GNU General Public License version 2 or any later version.
 """Files a stream apply hands to writer threads before they are opened.
 
-Where opening a file waits on the file system (policy.WritePolicy), the
+Where opening a file waits on the file system (writepolicy.WritePolicy), the
 session gives core a ``DeferredFile`` instead of an open file.  Core writes
 the file's data into it; the data stays in memory.  When core closes it,
 the whole file goes to the session's writer closer as a ``FileWrite``,
@@ -33,8 +33,8 @@ import os
 import threading
 import time
 
-from . import engine
-from .engine import policy as policymod
+from .. import engine
+from ..engine import policy as policymod
 
 # bytes of data held for files not written yet, at most
 BUDGET = 32 * 1024 * 1024
@@ -66,7 +66,7 @@ class WriteBudget:
 
 class WriterThreads:
     """the writer threads of one stream apply: none until opens are
-    measured waiting (``policy``, a policy.WritePolicy, says so), or a
+    measured waiting (``policy``, a writepolicy.WritePolicy, says so), or a
     setting forces them on; then a closer of their own, whose submissions
     are ``FileWrite``s.  ``options`` are the closer's settings;
     ``on_start()`` runs once they started."""
@@ -209,7 +209,7 @@ class FileWrite:
 class DeferredFile:
     """what core writes a deferred file into; see the module doc
 
-    ``handler`` (streamopen.StreamOpener) hands the whole file to the
+    ``handler`` (stream/opens.py's StreamOpener) hands the whole file to the
     writers (``handler.write_later``) and, when the data does not fit the
     budget, opens the file on this thread (``handler.open_now``).
     """

@@ -227,7 +227,7 @@ PyDoc_STRVAR(OpStat_doc,
 
 static PyTypeObject OpStatType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name =
-        "hgext3rd.backgroundclose._opstat.OpStat",
+        "hgext3rd.backgroundclose.engine._opstat.OpStat",
     .tp_basicsize = sizeof(OpStat),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = OpStat_doc,

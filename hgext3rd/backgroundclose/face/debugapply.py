@@ -23,7 +23,7 @@ from mercurial import (
     streamclone,
 )
 
-from . import (
+from ..shared import (
     compat,
     report as reportmod,
     settings,

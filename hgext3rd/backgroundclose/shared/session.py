@@ -30,14 +30,14 @@ import threading
 
 from mercurial import util
 
+from .. import engine
+from ..engine import policy as policymod
 from . import (
-    engine,
     handover,
     messages,
     seams,
     settings,
 )
-from .engine import policy as policymod
 
 
 class State(enum.Enum):

@@ -1,4 +1,4 @@
-# checkout.py - the working-copy files an update gets, written whole
+# batchget.py - the working-copy files an update gets, written whole
 #
 # Copyright 2026 hg-backgroundclose contributors
 #
@@ -12,7 +12,7 @@ Each file is one ``CheckoutFile``: made, written, closed, then stat'ed for
 the dirstate, whole, by whichever thread runs it.  On the applying thread
 while that is cheap; on writer threads once making files is measured to
 wait on the file system (sshfs, NFS: a round trip per open and per close;
-a scanner on close), as the stream's writers start (policy.WritePolicy).
+a scanner on close), as the stream's writers start (writepolicy.WritePolicy).
 The applying thread keeps what core keeps there: the path audit, the
 revlog reads, the decode filters, symlinks, and the order of the actions.
 See docs/design.rst, "The checkout".
@@ -33,16 +33,17 @@ from mercurial import (
 )
 from mercurial.dirstateutils import timestamp
 
-from . import (
-    checkoutsummary,
+from .. import engine
+from ..engine import policy as policymod
+from ..engine import writepolicy as writepolicymod
+from ..shared import (
     deferredwrite,
     directories,
-    engine,
     messages,
     seams,
     settings,
 )
-from .engine import policy as policymod
+from . import summary as checkoutsummary
 
 # a new file, never one through a symbolic link or one that was there:
 # what core's unlink-then-open makes, in one round trip when nothing is
@@ -282,7 +283,7 @@ class Checkout:
         self.wvfs = repo.wvfs
         self.root = repo.wvfs.base
         self.started = util.timer()
-        self.policy = policymod.WritePolicy(
+        self.policy = writepolicymod.WritePolicy(
             settings.writes(ui), sample=engine.SAMPLE
         )
         self.cancelled = threading.Event()

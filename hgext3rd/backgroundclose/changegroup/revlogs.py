@@ -1,4 +1,4 @@
-# revlogwrite.py - background closing of revlog files written by changegroups
+# revlogs.py - background closing of revlog files written by changegroups
 #
 # Copyright 2026 hg-backgroundclose contributors
 #
@@ -53,7 +53,7 @@ from mercurial import (
     vfs as vfsmod,
 )
 
-from . import (
+from ..shared import (
     handedfiles,
     seams,
     session as sessionmod,

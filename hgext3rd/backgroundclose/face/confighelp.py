@@ -21,7 +21,7 @@ from mercurial import (
 )
 from mercurial.utils import stringutil
 
-from . import settings
+from ..shared import settings
 
 # the first entry of the extension's settings, in its help
 _FIRST_SETTING = b'``backgroundclosepolicy``\n'
@@ -68,7 +68,9 @@ def _put_hook_in_place():
 def _hook(ui, topic, doc):
     """the topic hook for ``config``: the settings from the extension's
     own help"""
-    return rewrite(sys.modules[__package__])(ui, topic, doc)
+    # the extension's package, one up from face/
+    extension = sys.modules[__package__.rpartition('.')[0]]
+    return rewrite(extension)(ui, topic, doc)
 
 
 def rewrite(extension):

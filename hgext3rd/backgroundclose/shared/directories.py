@@ -26,7 +26,7 @@ import threading
 
 from mercurial import util
 
-from . import engine
+from .. import engine
 
 
 class Directories:
@@ -136,7 +136,7 @@ class Directories:
 
     def made_by_core(self, duration):
         """core's ``util.makedirs`` made a directory (and its parents) in
-        ``duration`` seconds (streamapply's mkdir seam): counted as one
+        ``duration`` seconds (stream/apply.py's mkdir seam): counted as one
         call, under the lock writer threads count theirs with"""
         with self._lock:
             self.stat.add(duration)

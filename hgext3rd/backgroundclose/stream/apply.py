@@ -1,4 +1,4 @@
-# streamapply.py - background closing and timing for stream clone consumers
+# apply.py - background closing and timing for stream clone consumers
 #
 # Copyright 2026 hg-backgroundclose contributors
 #
@@ -12,21 +12,22 @@ and the teardown: docs/design.rst.
 
 The session's parts, each in a module of its own:
 
-- streamopen.py: files opened through ``vfs.__call__`` (stream v1, v3,
+- opens.py: files opened through ``vfs.__call__`` (stream v1, v3,
   and v2 before Mercurial 7.0);
-- streamv2.py: files ``streamclone._write_files`` is given (stream v2
+- v2.py: files ``streamclone._write_files`` is given (stream v2
   from 7.0 on);
-- deferredwrite.py: whole files written by writer threads once opens wait;
+- shared/deferredwrite.py: whole files written by writer threads once
+  opens wait;
 - journal.py: the files registered with the transaction
   (``worker.backgroundclosejournal``), and the take-back of a failed
-  apply.
+  apply;
+- wrappers.py: what ``vfs.backgroundclosing()`` enters while it runs
+  (``SessionCloser``), and the wrappers in place meanwhile.
 
-Here: the session itself, what ``vfs.backgroundclosing()`` enters while it
-runs (``SessionCloser``), the files left to core while closes are cheap,
-and the wrappers.
+Here: the session itself, the files left to core while closes are cheap,
+and the consumers' wrappers.
 """
 
-import contextlib
 import os
 import threading
 
@@ -38,23 +39,27 @@ from mercurial import (
 )
 from mercurial.utils import stringutil
 
-from . import (
+from .. import engine
+from ..engine import policy as policymod
+from ..engine import writepolicy as writepolicymod
+from ..shared import (
     compat,
     deferredwrite,
     directories,
-    engine,
     handedfiles,
-    journal as journalmod,
-    malformed,
     messages,
     report as reportmod,
     seams,
     session as sessionmod,
     settings,
-    streamopen,
-    streamv2,
 )
-from .engine import policy as policymod
+from . import (
+    journal as journalmod,
+    malformed,
+    opens as streamopen,
+    v2 as streamv2,
+    wrappers as streamwrappers,
+)
 
 # one close of a skip's files in so many is timed (SkipWatch)
 _WINDOW_MASK = policymod.SkipWatch.MASK
@@ -70,7 +75,7 @@ class ApplySession(sessionmod.Session):
         self.expectedbytes = expectedbytes
         # whether each file is opened through the vfs and copied with
         # util.filechunkiter: all but stream v2 from Mercurial 7.0 on,
-        # whose files _write_files writes (streamv2.py)
+        # whose files _write_files writes (v2.py)
         self.opens_through_vfs = fmt != b'v2' or not compat.HAS_WRITE_FILES
         self.reportstyle = settings.report(ui)
         # a debugapplystreamclonebundle running: it shows the reports
@@ -83,7 +88,9 @@ class ApplySession(sessionmod.Session):
         )
         super().__init__(
             ui, expectedcount,
-            openseam=_OPEN_SEAM if self.opens_through_vfs else None,
+            openseam=(
+                streamwrappers.OPEN_SEAM if self.opens_through_vfs else None
+            ),
             timeall=self.timed,
         )
         # set once the apply failed: writer threads write nothing more
@@ -141,7 +148,7 @@ class ApplySession(sessionmod.Session):
         # then.  Opens are sampled whether the report is shown or not: the
         # report times them itself, and the policy's CPU time costs
         # system calls
-        self.writepolicy = policymod.WritePolicy(
+        self.writepolicy = writepolicymod.WritePolicy(
             settings.writes(ui), sample=engine.SAMPLE
         )
         self.wholefiles = deferredwrite.WriterThreads(
@@ -477,44 +484,6 @@ class ApplySession(sessionmod.Session):
             seam.install()
 
 
-class SessionCloser:
-    """what vfs.backgroundclosing() gets during a session
-
-    Leaving the context waits for every close (and raises what failed), so
-    that the transaction only ends once the files are complete on disk.
-    """
-
-    def __init__(self, session):
-        self._session = session
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc_value, exc_tb):
-        failing = exc_type is not None
-        # the session's teardown, here: every close done and every thread
-        # joined, even if interrupted meanwhile, then the first failure
-        # raised.  Failing, the files are taken back now, inside the
-        # transaction, so that its abort runs with the disk space they
-        # used; a close that fails here is taken back by that abort
-        # (finish_on_abort).  Stream v2 enters one of these per vfs: the
-        # second exit finds the teardown done.
-        self._session.finish(failing)
-        if not failing:
-            self._session.check_complete()
-            # what fails from here on is not a file of the stream
-            self._session.streamed()
-        return False
-
-    def close(self, fh):
-        session = self._session
-        name = getattr(fh, 'name', None)
-        if session.closes_core_file():
-            session.close_core_file(fh, name)
-        else:
-            session.closer.close(fh, name)
-
-
 # wrappers -----------------------------------------------------------------
 
 
@@ -543,17 +512,19 @@ def consumer(fmt):
 def session_seams(session, repo):
     """the wrappers in place while ``session`` applies a stream to
     ``repo``"""
-    wrappers = list(_SESSION_SEAMS)
+    wrappers = list(streamwrappers.SESSION_SEAMS)
     journaled = session.journal.journaled
     if journaled and not session.opens_through_vfs:
         # stream v2 from 7.0 on: in place for the whole apply, to register
         # each file
         wrappers.append(streamv2.PREPARE_SEAM)
     if session.opens_through_vfs and session.may_ever_skip():
-        wrappers.append(_FILECHUNKITER_SEAM)
+        wrappers.append(streamwrappers.FILECHUNKITER_SEAM)
     if journaled and type(repo.svfs) is not vfsmod.vfs:
         # the store's vfs class, which encodes names (see storeopen)
-        wrappers.append((type(repo.svfs), '__call__', storeopen))
+        wrappers.append(
+            (type(repo.svfs), '__call__', streamwrappers.storeopen)
+        )
     if (
         session.timed
         and session.format == b'v2'
@@ -588,110 +559,3 @@ def _apply(session, orig, repo, fp, args, kwargs):
         raise
     session.deliver_report()
     return result
-
-
-def backgroundfilecloser(session, orig, ui, expectedcount=-1):
-    """every ``vfs.backgroundclosing()`` inside the apply gets the
-    session's closer (outermost: it wraps the one of every other caller)"""
-    if not session.running:
-        return orig(ui, expectedcount=expectedcount)
-    session.watch_transaction()
-    return SessionCloser(session)
-
-
-def backgroundclosing(session, orig, self, ui, expectedcount=-1):
-    """core's ``vfs.backgroundclosing()`` does nothing off the main thread;
-    on the thread applying a stream (Mercurial as a library, cloning on
-    another thread) it enters the session's closer as on the main thread,
-    so that every close is done and every failure raised before the
-    stream's transaction commits"""
-    if (
-        not session.usable()
-        or threading.current_thread() is threading.main_thread()
-    ):
-        return orig(self, ui, expectedcount=expectedcount)
-    return _closing_off_main(self, ui, expectedcount)
-
-
-@contextlib.contextmanager
-def _closing_off_main(vfs, ui, expectedcount):
-    """what core's backgroundclosing() does on the main thread"""
-    vfs = getattr(vfs, 'vfs', vfs)
-    if getattr(vfs, '_backgroundfilecloser', None):
-        raise error.Abort(_(b'can only have 1 active background file closer'))
-    with vfsmod.backgroundfilecloser(ui, expectedcount=expectedcount) as bfc:
-        try:
-            vfs._backgroundfilecloser = bfc
-            yield bfc
-        finally:
-            vfs._backgroundfilecloser = None
-
-
-def _streamed(session, rawvfs, mode, args, kwargs):
-    """whether an open through ``rawvfs`` is of a file the stream writes:
-    for writing, on the session's thread, and inside backgroundclosing()
-    (such a file is written once, and closed before the context, and so
-    the transaction, ends)"""
-    return (
-        session.usable()
-        and not args
-        and mode in (b'w', b'wb')
-        and not kwargs.get('atomictemp')
-        and not kwargs.get('checkambig')
-        and type(getattr(rawvfs, '_backgroundfilecloser', None))
-        is SessionCloser
-    )
-
-
-def vfsopen(session, orig, self, path, mode=b'rb', *args, **kwargs):
-    """a file the stream writes is the session's (not in place while
-    files are left to core: a chain of another extension's that still
-    holds this wrapper then passes the file on)"""
-    if session.leaving or not _streamed(session, self, mode, args, kwargs):
-        return orig(self, path, mode, *args, **kwargs)
-    kwargs.pop('backgroundclose', None)
-    return session.opener.open(orig, self, path, mode, kwargs)
-
-
-def storeopen(session, orig, self, path, mode=b'r', *args, **kwargs):
-    """a file the stream writes, opened through the store's vfs by its
-    name in the store: registered with the transaction once open"""
-    streamed = _streamed(session, self.vfs, mode, args, kwargs)
-    if streamed:
-        session.journal.check_name(self, path)
-    fp = orig(self, path, mode, *args, **kwargs)
-    if streamed:
-        session.journal.register_opened(fp, self, path)
-    return fp
-
-
-def filechunkiter(session, orig, f, size=None, limit=None):
-    """stream v1, v3 and v2 before Mercurial 7.0 copy each file with
-    ``util.filechunkiter(stream, limit=size)`` right after opening it.
-    While files are left to core (the open wrapper away), the file just
-    opened is one of them (``ApplySession.core_opened``).  Only the
-    consumer's thread reads its stream, so no thread check here: this
-    runs for every file, hence its named arguments (no ``*args`` or
-    ``**kwargs`` to pack and unpack again)."""
-    if size is None:  # core's default
-        chunks = orig(f, limit=limit)
-    else:
-        chunks = orig(f, size, limit)
-    if f is session.stream:
-        session.streamfiles += 1
-        if session.leaving:
-            return session.core_opened(chunks, limit)
-    return chunks
-
-
-# stream v1, v3 and v2 before 7.0: the session's own files (taken away
-# during skips), and where the files left to core are counted
-_OPEN_SEAM = (vfsmod.vfs, '__call__', vfsopen)
-_FILECHUNKITER_SEAM = (util, 'filechunkiter', filechunkiter)
-
-
-# wrapped only while a stream apply runs, bound to it (see seams.py)
-_SESSION_SEAMS = [
-    (vfsmod, 'backgroundfilecloser', backgroundfilecloser),
-    (vfsmod.abstractvfs, 'backgroundclosing', backgroundclosing),
-] + streamv2.SEAMS

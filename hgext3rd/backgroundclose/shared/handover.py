@@ -58,8 +58,8 @@ from mercurial import (
     vfs as vfsmod,
 )
 
+from .. import engine
 from . import (
-    engine,
     handedfiles,
     seams,
 )

@@ -16,7 +16,7 @@ inside a file header), but a few places raise Python errors instead:
 - a file whose source byte is neither store nor cache (``vfsmap[src]``:
   KeyError);
 - a file name holding a NUL byte (ValueError from the operating system
-  call, see ``streamapply``).
+  call, see stream/apply.py).
 """
 
 from mercurial.i18n import _

@@ -1,4 +1,4 @@
-# updateworkers.py - core's update workers, each given whole directories
+# workers.py - core's update workers, each given whole directories
 #
 # Copyright 2026 hg-backgroundclose contributors
 #
@@ -19,8 +19,8 @@ import threading
 
 from mercurial import extensions
 
-from . import compat, settings
-from .engine import policy as policymod
+from ..engine import policy as policymod
+from ..shared import compat, settings
 
 # core's worker module is wrapped once per process, by the first update
 _wrapped = []

@@ -67,7 +67,7 @@ class ApplyReport:
         # closed by the closer, or by the writer threads that wrote them
         self.files = ops['close'].count + ops['close-written'].count
         self.bytes = ops['write'].bytes
-        self.closer = closer  # bytes key -> value, see streamapply
+        self.closer = closer  # bytes key -> value, see stream/apply.py
 
     def todict(self):
         """the report as bytes-keyed data for a formatter"""
@@ -187,14 +187,14 @@ def write_optable(ui, rows):
         )
 
 
-# the checkout's rows (checkoutsummary.py), in table order; core's steps
+# the checkout's rows (checkout/summary.py), in table order; core's steps
 # only where a file took them
 CHECKOUT_OPERATIONS = ('mkdir', 'open', 'write', 'close', 'close-written',
                        'stat', 'core')
 
 
 def write_checkout_text(ui, figures):
-    """print a checkout's figures (checkoutsummary.Figures) as a table"""
+    """print a checkout's figures (checkout/summary.py's Figures) as a table"""
     ui.write(
         _(b'checkout: %d files, %s in %s (%s/s, %d files/s)\n')
         % (

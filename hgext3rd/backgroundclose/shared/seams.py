@@ -65,7 +65,8 @@ def core_s_own(container, name):
     seam may stand in for without taking another extension's wrapper out
     of the call"""
     chain = extensions.getwrapperchain(container, name)
-    ours = __package__ + '.'
+    # the extension's package, one up from shared/
+    ours = __package__.rpartition('.')[0] + '.'
     for wrapper in chain[:-1]:
         bound = getattr(wrapper, 'func', None)  # bound(): a partial
         if not getattr(bound, '__module__', '').startswith(ours):

@@ -17,7 +17,8 @@ from mercurial.i18n import _
 from mercurial import error, pycompat
 from mercurial.utils import stringutil
 
-from . import engine, messages
+from .. import engine
+from . import messages
 
 SECTION = b'worker'
 

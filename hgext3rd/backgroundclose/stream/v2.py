@@ -1,4 +1,4 @@
-# streamv2.py - stream v2 files written in place of core's _write_files
+# v2.py - stream v2 files written in place of core's _write_files
 #
 # Copyright 2026 hg-backgroundclose contributors
 #
@@ -33,11 +33,9 @@ from mercurial import (
     vfs as vfsmod,
 )
 
-from . import (
-    compat,
-    engine,
-)
-from .engine import policy as policymod
+from .. import engine
+from ..engine import policy as policymod
+from ..shared import compat
 
 # CPU time of the calling thread: an open that burns it is no wait
 _thread_time = time.thread_time
@@ -49,7 +47,7 @@ _WINDOW_MASK = policymod.SkipWatch.MASK
 
 
 class StreamV2Writer:
-    """the stream v2 files of one ``session`` (streamapply.ApplySession)"""
+    """the stream v2 files of one ``session`` (apply.ApplySession)"""
 
     def __init__(self, session):
         self._session = session
@@ -584,7 +582,7 @@ SEAMS = [
     else None,
 ]
 
-# journaled, in place for the whole apply (see streamapply.session_seams);
+# journaled, in place for the whole apply (see apply.session_seams);
 # otherwise once files are written off the reading thread
 # (ApplySession.want_prepare)
 PREPARE_SEAM = (

@@ -1,4 +1,4 @@
-# checkoutsummary.py - one summary of an update's checkout, from every
+# summary.py - one summary of an update's checkout, from every
 # worker that wrote it
 #
 # Copyright 2026 hg-backgroundclose contributors
@@ -23,7 +23,8 @@ import threading
 
 from mercurial.utils import stringutil
 
-from . import engine, messages, report as reportmod, settings
+from .. import engine
+from ..shared import messages, report as reportmod, settings
 
 # the steps of a checkout file, counted (and timed for a report) by the
 # thread that ran them: made, written, closed on the applying thread or

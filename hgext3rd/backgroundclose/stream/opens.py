@@ -1,4 +1,4 @@
-# streamopen.py - the files a stream consumer opens through the vfs
+# opens.py - the files a stream consumer opens through the vfs
 #
 # Copyright 2026 hg-backgroundclose contributors
 #
@@ -27,10 +27,10 @@ from mercurial import (
     vfs as vfsmod,
 )
 
-from . import (
+from .. import engine
+from ..shared import (
     compat,
     deferredwrite,
-    engine,
     handedfiles,
 )
 
@@ -44,7 +44,7 @@ _WRITE_ERRNOS = frozenset(
 
 
 class StreamOpener:
-    """how the files of one ``session`` (streamapply.ApplySession) are
+    """how the files of one ``session`` (apply.ApplySession) are
     opened through the vfs"""
 
     def __init__(self, session):

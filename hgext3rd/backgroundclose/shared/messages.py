@@ -11,7 +11,7 @@ from mercurial.i18n import _
 from mercurial import error, util
 from mercurial.utils import stringutil
 
-from .engine import descriptors, policy as policymod
+from ..engine import descriptors, policy as policymod
 
 # one whole sentence per action, so that a translation can word each
 _FILE_ERRORS = {
@@ -196,7 +196,7 @@ def log_summary(ui, label, count, unit, seconds, closer, stats, extra=b''):
 
 
 def summarize_checkout(ui, figures):
-    """after a checkout (checkout.py, its ``figures`` summed over the
+    """after a checkout (checkout/batchget.py, its ``figures`` summed over the
     update's workers): with ``--debug``, a line if writers started, and in
     any case the ``ui.log`` line"""
     threads = figures.threads
