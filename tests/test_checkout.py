@@ -226,7 +226,7 @@ def test_the_executable_mode_is_core_s_from_the_file_s_own_mode(
 
 
 def test_a_file_an_interrupt_kept_from_the_writers_writes_nothing(repo):
-    # the engine discards what an interrupt kept from a pool (pools.drop)
+    # the engine discards what an interrupt kept from a pool (descriptors.drop)
     co = checkout.Checkout(repo, repo[None])
     item = checkout.CheckoutFile(co, b'f', repo.wvfs.join(b'f'), b'x' * 10,
                                  False)

@@ -76,7 +76,7 @@ TAKING_BACK = {
     pools.PythonPool.submit.__code__,
     pools.PythonPool._taken_back_locked.__code__,
     descriptors.take_back_handed.__code__,
-    pools.give_back.__code__,
+    descriptors.give_back.__code__,
     closermod.Closer.close.__code__,
 }
 

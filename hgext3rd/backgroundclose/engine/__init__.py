@@ -12,7 +12,8 @@ docs/design.rst for the layers.
 - policy.py, writepolicy.py: the decisions, clock in, decisions out;
 - closer.py: the ``Closer`` the seams hand every file to;
 - handovers.py, sizing.py: its hand-overs, and the threads it runs;
-- pools.py: the threads that close, Python or C, behind one interface;
+- pools.py, pythonpool.py: the threads that close, C or Python, behind
+  one interface (pools.py says it);
 - descriptors.py: opening, writing and closing with one owner at a time;
 - failures.py: what failed anywhere, raised once on the closer's owner;
 - stats.py, threads.py, native.py: what those share;

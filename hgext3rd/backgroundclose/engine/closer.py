@@ -30,6 +30,7 @@ from .descriptors import (
     close_quietly,
     close_target,
     descriptor_room,
+    give_back,
     open_owned,
     owned_closer,
     write_into,
@@ -307,7 +308,7 @@ class Closer:
                 self.start()
             except BaseException:
                 # interrupted while a thread started: the file is still ours
-                pools.give_back(target, self.owned, self._closefn)
+                give_back(target, self.owned, self._closefn)
                 raise
         if self._policy.background:
             self._submit(target, name, data)

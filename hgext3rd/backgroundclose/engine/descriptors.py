@@ -282,3 +282,21 @@ def close_quietly(target, closefn=close_target):
     except Exception:
         pass
 
+
+def drop(target, closefn):
+    """an interrupt kept ``target`` from being closed or handed over: close
+    it here.  One whose close would write it (deferredwrite.FileWrite) is
+    discarded: nothing is written after an interrupt"""
+    if type(target) is int or not hasattr(target, 'discard'):
+        close_quietly(target, closefn)
+    else:
+        target.discard()
+
+
+def give_back(target, owned, closefn):
+    """an interrupt kept ``target`` from a pool: the submitter's again.  A
+    descriptor in ``owned`` is left there, for the submitter's cleanup
+    (closed here it could be closed twice, should the interrupt have
+    come just after the hand-over); anything else is dropped here"""
+    if type(target) is not int or owned is None:
+        drop(target, closefn)

@@ -10,7 +10,7 @@ policy grants without asking (docs/design.rst, "The closer")."""
 
 import threading
 
-from . import pools
+from .descriptors import give_back
 from .policy import ADAPTIVE
 
 # what HandOvers.hand_over() did with a file
@@ -92,7 +92,7 @@ class HandOvers:
         except BaseException:
             # interrupted before the hand-over (sizing the pool starts
             # threads, and waits for them): the file is still ours
-            pools.give_back(target, owned, closefn)
+            give_back(target, owned, closefn)
             raise
         began = self._clock()
         try:
