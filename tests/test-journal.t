@@ -146,3 +146,32 @@ megabytes into a 4 MB file until it is killed:
   $ hg -R midfile recover -q 2>/dev/null
   $ echo "$(written midfile) files left"
   0 files left
+
+The same in a file that a skip writes: closes are cheap here, so after 32
+files the apply leaves the next ones to a skip (written untimed, as core
+would), which registers each before its first byte too. Forty small files
+come before the large one in the stream:
+
+  $ hg init skipped
+  $ for i in $(seq 40); do echo $i > skipped/a$i; done
+  $ cp big/blob.bin skipped/blob.bin
+  $ hg -R skipped commit -qAm skipped
+  $ hg -R skipped bundle -q -a --type 'none-v2;stream=v2' skipped.hg
+  $ held=$(python3 -c "print(open('skipped.hg', 'rb').read().find(b'data/blob.bin.d') + 2000000)")
+  $ mkfifo skippipe
+  $ hg init midskip
+  $ hg -R midskip unbundle -q skippipe > /dev/null 2>&1 &
+  $ pid=$!
+  $ exec 3> skippipe
+  $ head -c $held skipped.hg >&3
+  $ for i in $(seq 100); do
+  >   [ -s midskip/.hg/store/data/blob.bin.d ] && break; sleep 0.1
+  > done
+  $ sleep 0.2; kill -9 $pid; wait $pid 2>/dev/null
+  [137]
+  $ exec 3>&-
+  $ [ -s midskip/.hg/store/data/blob.bin.d ] && echo "killed within the file"
+  killed within the file
+  $ hg -R midskip recover -q 2>/dev/null
+  $ echo "$(written midskip) files left"
+  0 files left
