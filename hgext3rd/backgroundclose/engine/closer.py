@@ -77,7 +77,7 @@ def _disown_after_fork():
     closer the parent had may be waited for, locked or closed by the child"""
     for closer in list(_live):
         try:
-            closer._disown()
+            _disown(closer)
         except Exception:  # one closer's failure must not spare the others
             pass
 
@@ -509,43 +509,45 @@ class Closer:
         self._policy.reason = policymod.HUNG_LEFT
         self._enter(ABANDONED)
 
-    def _disown(self):
-        """forget every thread, lock and queued file: this process is a
-        forked child of the one that made the closer (see
-        _disown_after_fork); whatever the child still closes, it closes
-        inline"""
-        # first: should the rest fail, nothing starts a thread or takes
-        # the parent's lock (the sizer's) from here on; the parent's sizer
-        # too, which the inline closes ask until they are given the new one
-        self.state = DISOWNED
-        self._sizer.stopping = True
-        self._lock = threading.Lock()
-        # the parent's writer threads do not exist here
-        self._threadsets.clear()
-        self._book.disown()
-        self._pool = self._pool.disowned()
-        self._sizer = PoolSizer(
-            self._policy, self._pool, self._lock, self.maxqueue
-        )
-        self._sizer.stopping = True
-        self._inline.disown(self._pool, self._sizer, self._lock)
-        self._queue = self._pool.queue
-        self._poolwrites = self._pool.writes_on_threads
-        self._failures.disown(self._pool)
-        self._handedany = False
-        self._policy.disown()
-        self._owner = self._failures.owner
-        # no run granted goes on here; those counted so far stay counted
-        counted = self._handovers.counted + self._handovers.uncounted()
-        self._handovers = HandOvers(
-            self._policy, self._pool, self._sizer, self._lock, self._book,
-            self._clock, self._owner, self.maxqueue,
-        )
-        self._handovers.counted = counted
-
     def __enter__(self):
         return self
 
     def __exit__(self, exc_type, exc_value, exc_tb):
         self.finish(failing=exc_type is not None)
         return False
+
+
+def _disown(closer):
+    """forget every thread, lock and queued file of ``closer``: this
+    process is a forked child of the one that made it (see
+    _disown_after_fork); whatever the child still closes, it closes
+    inline (a closer that had ended stays so)"""
+    # first: should the rest fail, nothing starts a thread or takes
+    # the parent's lock (the sizer's) from here on; the parent's sizer
+    # too, which the inline closes ask until they are given the new one
+    if closer.state is OPEN or closer.state is STOPPING:
+        closer.state = DISOWNED
+    closer._sizer.stopping = True
+    closer._lock = threading.Lock()
+    # the parent's writer threads do not exist here
+    closer._threadsets.clear()
+    closer._book.disown()
+    closer._pool = closer._pool.disowned()
+    closer._sizer = PoolSizer(
+        closer._policy, closer._pool, closer._lock, closer.maxqueue
+    )
+    closer._sizer.stopping = True
+    closer._inline.disown(closer._pool, closer._sizer, closer._lock)
+    closer._queue = closer._pool.queue
+    closer._poolwrites = closer._pool.writes_on_threads
+    closer._failures.disown(closer._pool)
+    closer._handedany = False
+    closer._policy.disown()
+    closer._owner = closer._failures.owner
+    # no run granted goes on here; those counted so far stay counted
+    counted = closer._handovers.counted + closer._handovers.uncounted()
+    closer._handovers = HandOvers(
+        closer._policy, closer._pool, closer._sizer, closer._lock, closer._book,
+        closer._clock, closer._owner, closer.maxqueue,
+    )
+    closer._handovers.counted = counted

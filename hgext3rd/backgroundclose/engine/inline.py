@@ -46,7 +46,7 @@ class InlineCloses:
 
     def disown(self, pool, sizer, lock):
         """in a forked child: the closer's new pool, sizer and lock (see
-        Closer._disown) in place of the parent's; the counts stay"""
+        closer._disown) in place of the parent's; the counts stay"""
         self._pool = pool
         self._sizer = sizer
         self._lock = lock
