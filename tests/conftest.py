@@ -43,3 +43,16 @@ def lanerepo(repo_with):
         (b'backgroundclose', b'yes'),
         (b'backgroundcloseminfilecount', b'0'),
     ])
+
+
+@pytest.fixture(autouse=True)
+def no_descriptor_closed_by_a_non_owner():
+    """every test: no caller asked to close a descriptor it did not own
+    (engine/descriptors.py records each, raised or swallowed)"""
+    from hgext3rd.backgroundclose.engine import descriptors
+
+    descriptors.take_unowned()
+    yield
+    assert descriptors.take_unowned() == [], (
+        'a descriptor was to be closed by a caller that did not own it'
+    )

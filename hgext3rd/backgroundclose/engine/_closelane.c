@@ -760,6 +760,14 @@ static PyObject *Lane_submit(Lane *self, PyObject *args, PyObject *kwds)
 		PyErr_SetString(PyExc_ValueError, "negative file descriptor");
 		return NULL;
 	}
+	/* a name is a key of the names dict, set with the mutex held: only
+	 * types whose hash and comparison run no Python code */
+	if (name != Py_None && !PyBytes_CheckExact(name) &&
+	    !PyUnicode_CheckExact(name)) {
+		PyErr_SetString(PyExc_TypeError,
+		                "name must be bytes, str or None");
+		return NULL;
+	}
 	/* bytes only: they cannot change while a thread writes them */
 	if (data != Py_None && !PyBytes_CheckExact(data)) {
 		PyErr_SetString(PyExc_TypeError, "data must be bytes or None");

@@ -471,6 +471,10 @@ class Closer:
                     told = True
                 if self._stop(deadline):
                     self._enter(FINISHED)
+                elif deadline is None or time.monotonic() < deadline:
+                    # not out of time: another thread's stop() joins the
+                    # threads (the lane says so at once), not a hang
+                    time.sleep(0.001)
                 else:
                     self._abandon()
             except (KeyboardInterrupt, SystemExit) as exc:
@@ -486,9 +490,11 @@ class Closer:
             failures.raise_next()
 
     def _enter(self, state):
-        """the closer is in ``state`` from now on"""
+        """the closer is in ``state`` from now on (an end state is
+        final)"""
         with self._lock:
-            self.state = state
+            if self.state is not FINISHED and self.state is not ABANDONED:
+                self.state = state
 
     def _stop(self, deadline):
         """stop taking files, wait until every file handed over is closed

@@ -111,13 +111,13 @@ STRICT = bool(os.environ.get('BACKGROUNDCLOSE_STRICT_OWNERSHIP'))
 def _not_owned(fd):
     """close_owned() was given ``fd``, not in its set: another owner's, or
     closed already (its number maybe reused), so it is left alone"""
+    if len(_unowned) < 64:
+        _unowned.append(fd)
     if STRICT:
         raise OwnershipError(
             'descriptor %d was to be closed by a caller that does not own '
             'it' % fd
         )
-    if len(_unowned) < 64:
-        _unowned.append(fd)
 
 
 def take_unowned():
@@ -279,6 +279,8 @@ def close_quietly(target, closefn=close_target):
     not hide the first one"""
     try:
         closefn(target)
+    except OwnershipError:
+        raise  # a bug, not a failure of the file system: never hidden
     except Exception:
         pass
 

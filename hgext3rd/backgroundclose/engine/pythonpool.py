@@ -48,7 +48,12 @@ class PythonPool:
         self._batch = batch
         self._closefn = closefn
         self.owned = owned
-        self._lock = threading.Lock()
+        # reentrant, for what its conditions do with it: a Ctrl-C on the
+        # main thread while Condition.wait() takes a plain Lock back
+        # raises without it, and leaving the ``with`` then releases the
+        # lock a worker holds (an RLock's is taken back whole, and only
+        # its holder may release it)
+        self._lock = threading.RLock()
         self._work = threading.Condition(self._lock)  # workers wait for items
         # submitters wait for room
         self._room = threading.Condition(self._lock)

@@ -335,7 +335,12 @@ class OwnedFiles:
             # leaves it here for release()
             _mark_closed(fp)
             self._files.pop(fd, None)
-        self.closer.close_quietly(fd)
+        # out of the session's set by name: on one of core's writer
+        # threads (a finalizer the garbage collector runs there) the
+        # closer would look in that thread's own set
+        engine.close_quietly(
+            fd, lambda fd: engine.descriptors.close_owned(fd, self.fds)
+        )
 
     def track(self, proxy):
         """``proxy`` (a HandedOverFile over a file object of its own) is
