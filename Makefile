@@ -22,6 +22,7 @@ OLDEST := $(firstword $(MATRIX))
 UNSUPPORTED ?= 6.4.5
 
 .PHONY: all test unit cram demo shim venv dist clean test-matrix test-oldest \
+	test-long test-quick \
 	test-unsupported test-python soak soak-interrupts test-upstream \
 	test-upstream-oldest \
 	test-upstream-ci realfs-deps \
@@ -73,6 +74,36 @@ test: $(STAMP) $(SHIM)
 unit: $(STAMP) $(SHIM)
 	SLOWCLOSE_SO="$(abspath $(SHIM))" BACKGROUNDCLOSE_REQUIRE_NATIVE=1 \
 		$(BIN)/python -m pytest -q --durations=10 tests $(PYTEST_ARGS)
+
+# the long loops make test runs at a reduced count, at their full count:
+# the command server's twelve rounds (over a hundred commands), 30 damaged
+# bundles of each stream format, 300 sequences of the closer's model a pool
+# (.ci/run runs it once)
+test-long: $(STAMP) $(SHIM)
+	SLOWCLOSE_SO="$(abspath $(SHIM))" BACKGROUNDCLOSE_REQUIRE_NATIVE=1 \
+		CMDSERVER_ROUNDS=12 FUZZ_EXAMPLES=30 MODEL_EXAMPLES=300 \
+		$(BIN)/python -m pytest -q --durations=10 \
+		tests/test_cmdserver.py::test_many_commands_in_one_server_leave_nothing_behind \
+		tests/test_fuzz_streams.py \
+		tests/test_closermodel.py
+
+# the edit-test loop, at most 90 s: the unit tests but the long loops and
+# the command server, beside four cram stories (a clone, the checkout, the
+# settings, the help)
+QUICK_CRAM ?= tests/test-clone.t tests/test-checkout-audit.t \
+	tests/test-badsettings.t tests/test-help.t
+test-quick: $(STAMP) $(SHIM)
+	@mkdir -p build; \
+	$(BIN)/python tests/withsigint.py $(MAKE) --no-print-directory unit \
+		PYTEST_ARGS="--ignore=tests/test_cmdserver.py \
+		--ignore=tests/test_fuzz_streams.py \
+		--ignore=tests/test_closermodel.py \
+		--ignore=tests/test_upstreamrun.py" \
+		> build/unit-quick.log 2>&1 & unit=$$!; \
+	$(MAKE) --no-print-directory cram CRAM_TESTS="$(QUICK_CRAM)"; cram=$$?; \
+	wait $$unit; unitrc=$$?; \
+	echo "=== unit tests"; tail -15 build/unit-quick.log; \
+	test $$cram = 0 && test $$unitrc = 0
 
 # three at a time: most cram tests wait on modelled slow closes and sleeps.
 # Tests that interrupt hg need SIGINT handled, even when make runs as a

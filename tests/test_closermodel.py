@@ -105,33 +105,40 @@ class CloserModel(RuleBasedStateMachine):
 
         self.dir = tempfile.mkdtemp(prefix='closermodel-')
         self.threadsbefore = len(closer_threads())
-        # the closes of these files fail (by inode: numbers come back);
-        # the Python pool only, as the lane closes without Python
+        # the pool's closes of these files fail (by inode: numbers come
+        # back); the Python pool only, as the lane closes without Python.
+        # The closer itself closes with the default close, the only one a
+        # seam uses: forgetting and closing in one step
         self.failclose = set()
+        failclose = self.failclose
 
         def closefn(target):
             failing = False
-            if type(target) is int and self.failclose:
+            if type(target) is int and failclose:
                 try:
-                    failing = os.fstat(target).st_ino in self.failclose
+                    failing = os.fstat(target).st_ino in failclose
                 except OSError:
                     pass
             descriptors.close_target(target)
             if failing:
                 raise OSError(5, 'Input/output error (injected)')
 
+        class FailingPool(RearmedPool):
+            def __init__(self, maxqueue, maxthreads, batch, _closefn, *args,
+                         **kwargs):
+                super().__init__(maxqueue, maxthreads, batch, closefn,
+                                 *args, **kwargs)
+
         self.owned = set()
         # the Python pool made is one that lets a test trace the take-back
         # an interrupt sets off (test_pools.RearmedPool)
         made = pools.PythonPool
-        pools.PythonPool = RearmedPool
+        pools.PythonPool = FailingPool
         try:
             self.closer = closermod.Closer(
                 policy=policy, threads=1, maxthreads=3, maxqueue=maxqueue,
                 minfilecount=0, threshold=0.0, window=1, fdroom=None,
                 native=self.pool == 'lane', owned=self.owned,
-                closefn=closefn if self.pool == 'python' else
-                descriptors.close_target,
             )
         finally:
             pools.PythonPool = made

@@ -207,6 +207,9 @@ def owned_closer(closefn, owned, threadsets=None):
                 # and open
                 close_owned(target, mine)
                 return
+            # a close of its own (tests; every seam closes with
+            # close_target): two steps, and an interrupt between them
+            # leaves the number forgotten and open, never closed twice
             try:
                 # forget it first: once closed, its number may be reused
                 mine.remove(target)

@@ -147,11 +147,14 @@ class PythonPool:
         """queue ``target``: True; RuntimeError if no thread is left to
         close it (stopped while this waited for room, or every thread's
         start was cut short)"""
-        if self._stopping or not self._workers:
-            raise RuntimeError('the pool takes no more files')
         while self.pending >= self.maxqueue:
             if not self._wait_for_a_close_locked():
                 raise RuntimeError('the pool takes no more files')
+        # after any wait for room too: a stop() meanwhile (on another
+        # thread) may have drained the queue already, and a file queued
+        # now would never be closed
+        if self._stopping or not self._workers:
+            raise RuntimeError('the pool takes no more files')
         # the hand-over: one step (a descriptor leaves ``owned`` in the
         # same one: whoever cleans up after a failure, even once hung
         # closes were left to the threads, must not close it too).  An
