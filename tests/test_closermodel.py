@@ -35,7 +35,13 @@ import sys
 import threading
 
 import pytest
-from hypothesis import HealthCheck, event, settings, strategies as st
+from hypothesis import (
+    HealthCheck,
+    Phase,
+    event,
+    settings,
+    strategies as st,
+)
 from hypothesis.stateful import (
     RuleBasedStateMachine,
     initialize,
@@ -109,18 +115,21 @@ class CloserModel(RuleBasedStateMachine):
         # back); the Python pool only, as the lane closes without Python.
         # The closer itself closes with the default close, the only one a
         # seam uses: forgetting and closing in one step
-        self.failclose = set()
+        # inode -> name; a failure counts once it happened (a file the
+        # closer closes itself does not fail)
+        self.failclose = {}
         failclose = self.failclose
 
         def closefn(target):
-            failing = False
+            failing = None
             if type(target) is int and failclose:
                 try:
-                    failing = os.fstat(target).st_ino in failclose
+                    failing = failclose.get(os.fstat(target).st_ino)
                 except OSError:
                     pass
             descriptors.close_target(target)
-            if failing:
+            if failing is not None:
+                self.injected.add(failing)
                 raise OSError(5, 'Input/output error (injected)')
 
         class FailingPool(RearmedPool):
@@ -148,7 +157,7 @@ class CloserModel(RuleBasedStateMachine):
         self.given = []
         # fd -> inode of each file the submitter owns
         self.mine = {}
-        self.injected = set()  # names whose write or close fails
+        self.injected = set()  # names whose write or close failed
         self.raised = []  # names of the FileErrors raised
         self.finished = False
         self.failing = True
@@ -213,8 +222,9 @@ class CloserModel(RuleBasedStateMachine):
         else:
             fd, name = self.open_one()
         if fails == 'close':
-            self.failclose.add(os.fstat(fd).st_ino)
-        self.give(fd, name, None if fails == 'write' else data, fails)
+            self.failclose[os.fstat(fd).st_ino] = name
+        self.give(fd, name, None if fails == 'write' else data,
+                  fails == 'write')
         self.catch(lambda: self.closer.close(fd, name, data))
 
     @precondition(lambda self: not self.finished)
@@ -448,6 +458,11 @@ MODEL_SETTINGS = settings(
     stateful_step_count=STEPS,
     deadline=None,
     suppress_health_check=list(HealthCheck),
+    # MODEL_SHRINK=0: report the first failing sequence as found (a check
+    # that a mutation fails it, without minutes of shrinking)
+    phases=[phase for phase in Phase
+            if phase is not Phase.shrink
+            or os.environ.get('MODEL_SHRINK') != '0'],
 )
 
 
