@@ -120,31 +120,37 @@ again and verifies (core would keep the files while saying it rolled back):
 
 Killed in the middle of a file, between its first byte and its last: the
 file was registered before its first byte, so hg recover removes it too.
-The stream comes through a named pipe, which holds the apply two
-megabytes into a 4 MB file until it is killed:
+killwithin REPO BUNDLE: the stream comes through a named pipe, which holds
+the apply of BUNDLE into the new REPO two megabytes into data/blob.bin.d
+until it is killed; then hg recover, and what it left:
+
+  $ killwithin() {
+  >   held=$(python3 -c "print(open('$2', 'rb').read().find(b'data/blob.bin.d') + 2000000)")
+  >   mkfifo "$1.pipe"
+  >   hg init "$1"
+  >   hg -R "$1" unbundle -q "$1.pipe" > /dev/null 2>&1 &
+  >   pid=$!
+  >   exec 3> "$1.pipe"
+  >   head -c $held "$2" >&3
+  >   for i in $(seq 100); do
+  >     [ -s "$1/.hg/store/data/blob.bin.d" ] && break; sleep 0.1
+  >   done
+  >   sleep 0.2; kill -9 $pid; wait $pid 2>/dev/null
+  >   exec 3>&-
+  >   [ -s "$1/.hg/store/data/blob.bin.d" ] && echo "killed within the file"
+  >   hg -R "$1" recover -q 2>/dev/null
+  >   echo "$(written "$1") files left"
+  > }
+
+A 4 MB file after a few small ones, which the apply writes itself:
 
   $ hg init big
   $ python3 -c "import os; open('big/blob.bin', 'wb').write(os.urandom(4000000))"
   $ echo small > big/small
   $ hg -R big commit -qAm big
   $ hg -R big bundle -q -a --type 'none-v2;stream=v2' big.hg
-  $ held=$(python3 -c "print(open('big.hg', 'rb').read().find(b'data/blob.bin.d') + 2000000)")
-  $ mkfifo pipe
-  $ hg init midfile
-  $ hg -R midfile unbundle -q pipe > /dev/null 2>&1 &
-  $ pid=$!
-  $ exec 3> pipe
-  $ head -c $held big.hg >&3
-  $ for i in $(seq 100); do
-  >   [ -s midfile/.hg/store/data/blob.bin.d ] && break; sleep 0.1
-  > done
-  $ sleep 0.2; kill -9 $pid; wait $pid 2>/dev/null
-  [137]
-  $ exec 3>&-
-  $ [ -s midfile/.hg/store/data/blob.bin.d ] && echo "killed within the file"
+  $ killwithin midfile big.hg
   killed within the file
-  $ hg -R midfile recover -q 2>/dev/null
-  $ echo "$(written midfile) files left"
   0 files left
 
 The same in a file that a skip writes: closes are cheap here, so after 32
@@ -157,21 +163,6 @@ come before the large one in the stream:
   $ cp big/blob.bin skipped/blob.bin
   $ hg -R skipped commit -qAm skipped
   $ hg -R skipped bundle -q -a --type 'none-v2;stream=v2' skipped.hg
-  $ held=$(python3 -c "print(open('skipped.hg', 'rb').read().find(b'data/blob.bin.d') + 2000000)")
-  $ mkfifo skippipe
-  $ hg init midskip
-  $ hg -R midskip unbundle -q skippipe > /dev/null 2>&1 &
-  $ pid=$!
-  $ exec 3> skippipe
-  $ head -c $held skipped.hg >&3
-  $ for i in $(seq 100); do
-  >   [ -s midskip/.hg/store/data/blob.bin.d ] && break; sleep 0.1
-  > done
-  $ sleep 0.2; kill -9 $pid; wait $pid 2>/dev/null
-  [137]
-  $ exec 3>&-
-  $ [ -s midskip/.hg/store/data/blob.bin.d ] && echo "killed within the file"
+  $ killwithin midskip skipped.hg
   killed within the file
-  $ hg -R midskip recover -q 2>/dev/null
-  $ echo "$(written midskip) files left"
   0 files left

@@ -60,7 +60,11 @@ from hgext3rd.backgroundclose.engine import (  # noqa: E402
     native,
     pools,
 )
-from test_pools import RearmedPool, interrupting_tracer  # noqa: E402
+from test_pools import (  # noqa: E402
+    RearmedPool,
+    interrupting_tracer,
+    rearming,
+)
 
 EXAMPLES = int(os.environ.get('MODEL_EXAMPLES') or 40)
 STEPS = int(os.environ.get('MODEL_STEPS') or 30)
@@ -237,13 +241,7 @@ class CloserModel(RuleBasedStateMachine):
         pool = self.closer._pool
         tracer2, _raised2 = interrupting_tracer(TAKING_BACK, second or 1 << 30,
                                                 lambda: 0)
-
-        def rearm(frame):
-            sys.settrace(tracer2)
-            frame.f_trace = tracer2.local
-            frame.f_trace_opcodes = True
-
-        rearm.thread = threading.get_ident()
+        rearm = rearming(tracer2)
 
         def armed():
             if second and isinstance(pool, RearmedPool):

@@ -427,6 +427,19 @@ def interrupting_tracer(codes, count, then):
     return tracer, raised
 
 
+def rearming(tracer):
+    """``rearm(frame)`` for a RearmedPool: ``tracer`` (an
+    interrupting_tracer) traces from ``frame`` on, on this thread"""
+
+    def rearm(frame):
+        sys.settrace(tracer)
+        frame.f_trace = tracer.local
+        frame.f_trace_opcodes = True
+
+    rearm.thread = threading.get_ident()
+    return rearm
+
+
 def test_two_interrupts_at_any_bytecodes_of_a_submit_leave_one_owner(owned):
     # Python threads only (the lane queues in one C call).  The first
     # interrupt at any point of the hand-over where a signal can raise,
@@ -459,13 +472,7 @@ def test_two_interrupts_at_any_bytecodes_of_a_submit_leave_one_owner(owned):
             fd += 1
             owned.add(fd)
             tracer2, raised2 = interrupting_tracer(taking_back, second, lambda: 0)
-
-            def rearm(frame):
-                sys.settrace(tracer2)
-                frame.f_trace = tracer2.local
-                frame.f_trace_opcodes = True
-
-            rearm.thread = threading.get_ident()
+            rearm = rearming(tracer2)
 
             def armed():
                 pool.rearm = rearm
