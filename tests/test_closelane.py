@@ -589,7 +589,9 @@ def test_interrupts_never_close_a_descriptor_twice(tmp_path, native, sample):
     closer.decisions.take_probe = lambda: asked.append(1) or take_probe()
     inside = {
         os.path.normcase(module.__file__)
-        for module in (closermod.closer, closermod.pools)
+        for module in (closermod.closer, closermod.pools,
+                       closermod.pythonpool, closermod.handovers,
+                       closermod.inline)
     }
     interrupts = []
 
