@@ -7,7 +7,8 @@
 """One closer session: a stream apply, a changegroup step or a working-copy
 update writing files.
 
-The three seams (streamapply.py, revlogwrite.py, workingcopy.py) differ in
+The three seams (stream/apply.py, changegroup/revlogs.py,
+checkout/filecloser.py) differ in
 which files they take and how they undo a failure.  What they share is
 here, so that each keeps the same rules:
 
@@ -71,8 +72,9 @@ class Session:
     takes it away for the length of a skip: the files left to core then
     open through core alone.  The seam's session ends the skip with
     ``skip_ends()``: once it counted them on a call core makes once a
-    file, or once it wrote them itself (stream v2 from 7.0 on).  Taking a wrapper away rebuilds the chain of any wrapper
-    another extension put on top of it since
+    file, or once it wrote them itself (stream v2 from 7.0 on).  Taking a
+    wrapper away rebuilds the chain of any wrapper another extension put
+    on top of it since
     (``extensions.unwrapfunction``), twice a skip.
     """
 
