@@ -405,11 +405,12 @@ def interrupting_tracer(codes, count, then):
     raised = []
 
     def local(frame, event, arg):
-        if (
-            event == 'opcode'
-            and not raised
-            and frame.f_lasti in points[frame.f_code]
-        ):
+        if event != 'opcode':
+            # again: Python 3.13.0 honours it set here, not as the frame
+            # is entered (its first line then comes without opcodes)
+            frame.f_trace_opcodes = True
+            return local
+        if not raised and frame.f_lasti in points[frame.f_code]:
             seen[0] += 1
             if seen[0] == count:
                 raised.append(count)
