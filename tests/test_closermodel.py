@@ -265,32 +265,63 @@ class CloserModel(RuleBasedStateMachine):
             # given (else interrupted before it was: the submitter's)
             self.given.append((fd, self.mine.pop(fd), name, None))
 
-    @precondition(lambda self: not self.finished)
-    @rule(count=st.integers(1, 4))
-    def writer_thread_hands_over(self, count):
-        """one of core's writer threads hands files over from a set of
-        its own (closer.owning), as stream v2's parallel apply does"""
+    def start_writer(self, count):
+        """one of core's writer threads, started: it hands ``count`` files
+        over from a set of its own (closer.owning), as stream v2's
+        parallel apply does; the event is set once it has opened its
+        first file (or ended)"""
         mine = set()
         made = []
+        started = threading.Event()
 
         def write():
-            with self.closer.owning(mine):
-                for _ in range(count):
-                    fd, name = self.open_one(mine)
-                    made.append((fd, os.fstat(fd).st_ino, name))
-                    try:
-                        self.closer.close(fd, name, b'w' * 100)
-                    except descriptors.FileError:
-                        pass  # raised again on the owner
-                    mine.discard(fd)
+            try:
+                with self.closer.owning(mine):
+                    for _ in range(count):
+                        fd, name = self.open_one(mine)
+                        made.append((fd, os.fstat(fd).st_ino, name))
+                        started.set()
+                        try:
+                            self.closer.close(fd, name, b'w' * 100)
+                        except descriptors.FileError:
+                            pass  # raised again on the owner
+                        mine.discard(fd)
+            finally:
+                started.set()
 
         thread = threading.Thread(target=write)
         thread.start()
+        return thread, started, mine, made
+
+    def join_writer(self, thread, mine, made):
+        """once the writer ended: it kept nothing it gave away, and what it
+        gave is the closer's"""
         thread.join(30)
         assert not thread.is_alive()
         assert not mine, 'a writer thread kept a descriptor it gave away'
         for fd, inode, name in made:
             self.given.append((fd, inode, name, b'w' * 100))
+
+    def finish_closer(self, failing, then=None):
+        """finish() as the applying thread does, ``then()`` (if given),
+        then, not failing, finish() again until no failure is left to
+        raise"""
+        self.catch(lambda: self.closer.finish(failing=failing))
+        if then is not None:
+            then()
+        self.finished = True
+        self.failing = failing
+        if not failing:
+            # each call raises the next failure not raised yet
+            for _ in range(len(self.injected) + 1):
+                self.catch(lambda: self.closer.finish())
+
+    @precondition(lambda self: not self.finished)
+    @rule(count=st.integers(1, 4))
+    def writer_thread_hands_over(self, count):
+        """one of core's writer threads hands files over"""
+        thread, _started, mine, made = self.start_writer(count)
+        self.join_writer(thread, mine, made)
 
     @precondition(lambda self: not self.finished)
     @rule(count=st.integers(1, 20), failing=st.booleans())
@@ -298,38 +329,11 @@ class CloserModel(RuleBasedStateMachine):
         """finish() on the applying thread while one of core's writer
         threads still hands files over: each is handed over, or refused
         and closed by the writer, never both, never neither"""
-        mine = set()
-        made = []
-        started = threading.Event()
-
-        def write():
-            with self.closer.owning(mine):
-                for n in range(count):
-                    fd, name = self.open_one(mine)
-                    made.append((fd, os.fstat(fd).st_ino, name))
-                    if n == 0:
-                        started.set()
-                    try:
-                        self.closer.close(fd, name, b'w' * 100)
-                    except descriptors.FileError:
-                        pass  # raised again on the owner
-                    mine.discard(fd)
-            started.set()
-
-        thread = threading.Thread(target=write)
-        thread.start()
+        thread, started, mine, made = self.start_writer(count)
         started.wait(30)
-        self.catch(lambda: self.closer.finish(failing=failing))
-        thread.join(30)
-        assert not thread.is_alive()
-        assert not mine, 'a writer thread kept a descriptor it gave away'
-        for fd, inode, name in made:
-            self.given.append((fd, inode, name, b'w' * 100))
-        self.finished = True
-        self.failing = failing
-        if not failing:
-            for _ in range(len(self.injected) + 1):
-                self.catch(lambda: self.closer.finish())
+        self.finish_closer(
+            failing, then=lambda: self.join_writer(thread, mine, made)
+        )
 
     @precondition(lambda self: hasattr(os, 'fork'))
     @rule()
@@ -363,13 +367,7 @@ class CloserModel(RuleBasedStateMachine):
     @precondition(lambda self: not self.finished)
     @rule(failing=st.booleans())
     def finish(self, failing):
-        self.catch(lambda: self.closer.finish(failing=failing))
-        self.finished = True
-        self.failing = failing
-        if not failing:
-            # each call raises the next failure not raised yet
-            for _ in range(len(self.injected) + 1):
-                self.catch(lambda: self.closer.finish())
+        self.finish_closer(failing)
 
     @precondition(lambda self: self.finished)
     @rule(failing=st.booleans())
