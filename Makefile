@@ -93,17 +93,11 @@ test-long: $(STAMP) $(SHIM)
 QUICK_CRAM ?= tests/test-clone.t tests/test-checkout-audit.t \
 	tests/test-badsettings.t tests/test-help.t
 test-quick: $(STAMP) $(SHIM)
-	@mkdir -p build; \
-	$(BIN)/python tests/withsigint.py $(MAKE) --no-print-directory unit \
+	@$(MAKE) --no-print-directory test CRAM_TESTS="$(QUICK_CRAM)" \
 		PYTEST_ARGS="--ignore=tests/test_cmdserver.py \
 		--ignore=tests/test_fuzz_streams.py \
 		--ignore=tests/test_closermodel.py \
-		--ignore=tests/test_upstreamrun.py" \
-		> build/unit-quick.log 2>&1 & unit=$$!; \
-	$(MAKE) --no-print-directory cram CRAM_TESTS="$(QUICK_CRAM)"; cram=$$?; \
-	wait $$unit; unitrc=$$?; \
-	echo "=== unit tests"; tail -15 build/unit-quick.log; \
-	test $$cram = 0 && test $$unitrc = 0
+		--ignore=tests/test_upstreamrun.py"
 
 # three at a time: most cram tests wait on modelled slow closes and sleeps.
 # Tests that interrupt hg need SIGINT handled, even when make runs as a
