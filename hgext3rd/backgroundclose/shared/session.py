@@ -104,9 +104,8 @@ class Session:
         self.thread = self.applying_thread()
         # the one record of where the session is (State); ``running``
         # says whether it is RUNNING, as an attribute of its own for the
-        # wrappers that ask for every file (_enter keeps both)
-        self.state = RUNNING
-        self.running = True
+        # wrappers that ask for every file (_enter sets both)
+        self._enter(RUNNING)
         # files left to core before the next sample, and in all: stream
         # files as core opens or writes them, revlogs as a changegroup
         # reaches them

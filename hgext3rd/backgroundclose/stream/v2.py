@@ -367,8 +367,9 @@ class StreamV2Writer:
                         writestat.bytes += len(chunk)
             except engine.FileError as failure:
                 if fd is not None:
+                    # out of ``owned`` as it closes (closer.owning() on a
+                    # writer thread)
                     closer.close_quietly(fd)
-                    owned.discard(fd)
                 if onmain:
                     raise
                 closer.record(failure)
