@@ -10,9 +10,11 @@ main one, the closers alive, the descriptors open, and the seams the
 extension wraps only during an apply that are wrapped now.  Load it after
 backgroundclose: the seams are remembered as they are when it loads."""
 
+import faulthandler
 import gc
 import json
 import os
+import signal
 import threading
 
 from mercurial import (
@@ -29,6 +31,7 @@ command = registrar.command(cmdtable)
 configtable = {}
 configitem = registrar.configitem(configtable)
 configitem(b'inspect', b'grace', default=None)
+configitem(b'inspect', b'stacks', default=None)
 
 # the seams wrapped only while a stream apply, a changegroup step or an
 # update with closes on the C threads runs
@@ -48,6 +51,9 @@ _SEAMS = [
 ]
 
 _original = {}
+# the file [inspect] stacks names, open for faulthandler while the process
+# lives
+_stacks = []
 
 
 def extsetup(ui):
@@ -58,6 +64,13 @@ def extsetup(ui):
         from hgext3rd.backgroundclose.engine import closer
 
         closer.Closer.GRACE = float(grace)
+    # [inspect] stacks: SIGUSR2 appends every thread's stack to this file,
+    # for a test to say where a command that should have ended waits
+    stacks = ui.config(b'inspect', b'stacks')
+    if stacks is not None and not _stacks:
+        _stacks.append(open(stacks, 'a'))
+        faulthandler.register(signal.SIGUSR2, file=_stacks[0],
+                              all_threads=True)
     for owner, name in _SEAMS:
         if hasattr(owner, name):
             _original[(owner, name)] = getattr(owner, name)

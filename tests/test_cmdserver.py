@@ -328,7 +328,9 @@ def test_applies_interrupted_on_hung_closes_leave_nothing_once_they_return(
     env = dict(env, SLOWCLOSE_US='1000', SLOWCLOSE_HANG_MATCH=hung,
                SLOWCLOSE_HANG_UNTIL=str(back))
     del env['SLOWCLOSE_FAIL_MATCH']
-    server = CommandServer(tmp_path, env, '--config', 'inspect.grace=0.2')
+    stacks = tmp_path / 'stacks.txt'
+    server = CommandServer(tmp_path, env, '--config', 'inspect.grace=0.2',
+                           '--config', 'inspect.stacks=%s' % stacks)
     try:
         baseline = server.leftovers(tmp_path)
         assert baseline['os_threads'] == 1
@@ -345,8 +347,14 @@ def test_applies_interrupted_on_hung_closes_leave_nothing_once_they_return(
                 hanging.unlink()
 
             # should a close hang where no interrupt can end it, the test
-            # fails instead of hanging: the server comes back in a minute
-            watchdog = threading.Timer(60, back.touch)
+            # fails instead of hanging: the server comes back in a minute,
+            # once it has said where each of its threads waits
+            def server_back():
+                server.proc.send_signal(signal.SIGUSR2)
+                time.sleep(1)
+                back.touch()
+
+            watchdog = threading.Timer(60, server_back)
             watchdog.start()
             try:
                 code, out, err, sent = server.run(
@@ -356,7 +364,9 @@ def test_applies_interrupted_on_hung_closes_leave_nothing_once_they_return(
                 )
             finally:
                 watchdog.cancel()
-            assert not back.exists(), 'a close hung where Ctrl-C cannot end it'
+            assert not back.exists(), (
+                'a close hung where Ctrl-C cannot end it, in apply %d:\n%s\n%s'
+                % (number, err.decode(), stacks.read_text()))
             assert sent and code == 255, (number, code, err)
             assert b'interrupted!' in err, err
             assert b'Traceback' not in err, err

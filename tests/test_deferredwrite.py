@@ -9,6 +9,7 @@ import pytest
 
 from hgext3rd.backgroundclose import engine as closermod
 from hgext3rd.backgroundclose.shared import deferredwrite
+from waiting import interrupted_after
 from hgext3rd.backgroundclose.engine import policy as policymod  # noqa: E402
 from hgext3rd.backgroundclose.engine import (  # noqa: E402
     writepolicy as writepolicymod,
@@ -244,6 +245,21 @@ def test_forgotten_file_gives_memory_back():
     del fp
     assert budget.held == 0
     assert session.handed == []
+
+
+def test_a_ctrl_c_in_its_finalizer_is_raised_after_it(monkeypatch):
+    # a signal's handler runs at whatever bytecode the main thread is at,
+    # a finalizer's too, which can raise nothing: the Ctrl-C is delivered
+    # again, not lost
+    session, budget = Session(), deferredwrite.WriteBudget(most=100)
+    made = [deferredwrite.DeferredFile(session, b'/r/a', budget)]
+    made[0].write(b'abc')
+
+    def interrupted(self):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(deferredwrite.DeferredFile, 'discard', interrupted)
+    assert interrupted_after(made.clear)
 
 
 # -- FileWrite ---------------------------------------------------------

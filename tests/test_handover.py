@@ -25,6 +25,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from mercurial import vfs as vfsmod  # noqa: E402
 
 from fdcheck import is_open  # noqa: E402
+from waiting import interrupted_after  # noqa: E402
 from hgext3rd.backgroundclose import engine as closermod  # noqa: E402
 from hgext3rd.backgroundclose.shared import (  # noqa: E402
     handedfiles,
@@ -166,6 +167,53 @@ def test_descriptors_kept_from_an_abandoned_closer_are_closed_elsewhere(
     ):
         assert time.monotonic() < deadline
         time.sleep(0.001)
+
+
+# a Ctrl-C that lands in a finalizer ---------------------------------------
+
+class LandingFiles:
+    """a session's files as a file's finalizer sees them: a Ctrl-C's
+    handler runs as the finalizer first asks which descriptors they own
+    (a signal's handler runs at whatever bytecode the main thread is at,
+    a finalizer's too)"""
+
+    def __init__(self, files):
+        self.files = files
+        self.landed = False
+
+    @property
+    def fds(self):
+        if not self.landed:
+            self.landed = True
+            raise KeyboardInterrupt
+        return self.files.fds
+
+    def __getattr__(self, name):
+        return getattr(self.files, name)
+
+
+def assert_interrupted_after_its_finalizer(made):
+    """``made[0]`` is a file left to the garbage collector, with nothing
+    else holding it: the Ctrl-C that lands in its finalizer, which can
+    raise nothing, is raised once it has returned.  Lost, the command
+    would go on: the command server's apply waited for ever on a close
+    that hung."""
+    landing = made[0]._files = LandingFiles(made[0]._files)
+    assert interrupted_after(made.clear)
+    assert landing.landed
+
+
+def test_a_ctrl_c_in_a_proxy_s_finalizer_is_raised_after_it(tmp_path):
+    closer = python_pool()
+    files = handover.OwnedFiles(closer)
+    fd = closer.open_owned(str(tmp_path / 'a.i'), os.O_WRONLY | os.O_CREAT)
+    made = [handedfiles.HandedOverFile(
+        os.fdopen(fd, 'wb', closefd=False), closer, b'data/a.i', fd, files
+    )]
+    assert_interrupted_after_its_finalizer(made)
+    closer.finish(failing=True)
+    files.release()  # what the finalizer left open
+    assert files.fds == set()
 
 
 # DescriptorFile ----------------------------------------------------------
@@ -488,6 +536,15 @@ def test_a_file_left_to_the_garbage_collector_is_closed(direct, closes, hold):
     assert direct.vfs.read(b'e.i') == b'x'
 
 
+@needs_lane
+def test_a_ctrl_c_in_a_descriptor_file_s_finalizer_is_raised_after_it(
+    direct
+):
+    # the fixture's release() closes what the finalizer left open
+    direct.open(b'e.i')
+    assert_interrupted_after_its_finalizer(direct.made)
+
+
 def test_at_most_hold_total_bytes_wait_for_the_lane():
     assert handedfiles.hold_limit(384) == handedfiles.HOLD_TOTAL // 384
     assert handedfiles.hold_limit(16) == handedfiles.HOLD_MOST
@@ -714,6 +771,13 @@ def test_a_revlog_left_to_the_garbage_collector_is_closed_once(
     assert not is_open(fd)
     assert revlogs.vfs.read(b'e.i') == b'x'
     assert revlogs.onclose == []
+
+
+@needs_lane
+def test_a_ctrl_c_in_a_revlog_s_finalizer_is_raised_after_it(revlogs):
+    # the fixture's release() closes what the finalizer left open
+    made = [revlogs.open(b'e.i')]
+    assert_interrupted_after_its_finalizer(made)
 
 
 @needs_lane

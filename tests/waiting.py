@@ -17,3 +17,18 @@ def true_by(deadline, condition):
             return False
         time.sleep(0.001)
     return True
+
+
+def interrupted_after(finalize):
+    """whether a KeyboardInterrupt comes within a second after
+    ``finalize()``, which drops the last reference to an object whose
+    finalizer a Ctrl-C is to land in (the interrupt it delivers again is
+    raised at one of the next bytecodes)"""
+    try:
+        finalize()
+        deadline = time.monotonic() + 1
+        while time.monotonic() < deadline:
+            time.sleep(0.001)
+    except KeyboardInterrupt:
+        return True
+    return False

@@ -36,7 +36,14 @@ from .descriptors import (
 )
 from .policy import ADAPTIVE, BACKGROUND, INLINE, POLICIES, SAMPLE
 from .stats import OpStat, PythonOpStat, StatsBook, stat_clock
-from .threads import cpu_demand, cpu_mark, on_pool_thread, slept, timed_call
+from .threads import (
+    cpu_demand,
+    cpu_mark,
+    interrupt_again,
+    on_pool_thread,
+    slept,
+    timed_call,
+)
 
 __all__ = [
     'ADAPTIVE',
@@ -58,6 +65,7 @@ __all__ = [
     'descriptor_room',
     'file_error',
     'flush_for_handover',
+    'interrupt_again',
     'native_available',
     'on_pool_thread',
     'open_owned',

@@ -8,6 +8,7 @@
 they ask for, and how a close's time splits into CPU and waiting.
 See docs/design.rst."""
 
+import _thread
 import os
 import signal
 import sys
@@ -52,6 +53,36 @@ def block_worker_signals():
     main thread, never to a close in progress here"""
     if _WORKER_BLOCKS is not None:
         signal.pthread_sigmask(signal.SIG_BLOCK, _WORKER_BLOCKS)
+
+
+def interrupt_again(exc):
+    """called by a finalizer (``__del__``) with what it caught: a finalizer
+    can raise nothing, and a signal's handler runs at whatever bytecode
+    the main thread is at, a finalizer's too.  A Ctrl-C that landed there
+    would be lost, and the command it should end would go on (waiting
+    for a close that hangs, say).  It is delivered again instead, once
+    the finalizer has returned."""
+    try:
+        if isinstance(exc, KeyboardInterrupt) and callable(
+            signal.getsignal(signal.SIGINT)
+        ):
+            # only to Python's handler for SIGINT (interrupt_main() does
+            # nothing for SIG_IGN or SIG_DFL on 3.10 and later, and fails
+            # on 3.9).  Not from here: the handler would run at one of
+            # the finalizer's next bytecodes, and be lost again; nor
+            # after threading's start(), which waits for the thread
+            _thread.start_new_thread(_interrupt_main_soon, ())
+    except Exception:  # noqa: B902
+        pass  # at interpreter exit, what it uses may be gone
+
+
+def _interrupt_main_soon():
+    """a Ctrl-C for the main thread, once the finalizer that caught it has
+    returned; should it land in another finalizer, that one delivers it
+    again"""
+    block_worker_signals()
+    time.sleep(0.001)
+    _thread.interrupt_main()
 
 
 def run_as_batch_thread():

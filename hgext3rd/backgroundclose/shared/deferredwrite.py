@@ -284,15 +284,15 @@ class DeferredFile:
             self.discard()
         return False
 
-    def __del__(self):
+    def __del__(self, _again=engine.interrupt_again):
         try:
             if not self.__dict__.get('_closed', True):
                 self.discard()
-        except BaseException:  # noqa: B902
+        except BaseException as exc:  # noqa: B902
             # a finalizer can raise nothing: at interpreter exit modules
-            # may be gone, and a second Ctrl-C landing here would only be
-            # printed as "Exception ignored in", then dropped
-            pass
+            # may be gone, and a Ctrl-C whose handler ran in here would
+            # be lost (it is delivered again)
+            _again(exc)
 
 
 def _no_clock():

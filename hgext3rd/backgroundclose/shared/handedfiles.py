@@ -213,7 +213,7 @@ class DescriptorFile(_WithBlock):
         self._held = None
         self._files.discard(self._fd)
 
-    def __del__(self):
+    def __del__(self, _again=engine.interrupt_again):
         # left to the garbage collector by core: closed here, unless the
         # session did after a failure (then it is not owned any more), or
         # it never reached the caller (see the class doc)
@@ -232,9 +232,8 @@ class DescriptorFile(_WithBlock):
                     except OSError:
                         pass
                 self._close_here()
-        except BaseException:  # noqa: B902
-            # see HandedOverFile.__del__
-            pass
+        except BaseException as exc:  # noqa: B902
+            _again(exc)  # see HandedOverFile.__del__
 
 
 class _HandsItselfOver:
@@ -303,7 +302,7 @@ class _HandsItselfOver:
         finally:
             self._files.discard(self._fd)
 
-    def __del__(self):
+    def __del__(self, _again=engine.interrupt_again):
         # left to the garbage collector by core: closed here, unless the
         # session did after a failure (then it is not owned any more), or
         # it never reached the caller (see the class doc)
@@ -315,9 +314,8 @@ class _HandsItselfOver:
                     super().close()
                 elif self._fd in self._files.fds:
                     self._close_here()
-        except BaseException:  # noqa: B902
-            # see HandedOverFile.__del__
-            pass
+        except BaseException as exc:  # noqa: B902
+            _again(exc)  # see HandedOverFile.__del__
 
 
 class HandingOverRandom(_HandsItselfOver, io.BufferedRandom):
@@ -489,7 +487,7 @@ class HandedOverFile(_WithBlock):
             # fp was closed first (flushed into fd, still its file)
             self._files.discard(self._fd)
 
-    def __del__(self):
+    def __del__(self, _again=engine.interrupt_again):
         # core leaves a file to the garbage collector now and then; one
         # over a descriptor it does not own is closed here, unless the
         # session did after a failure (then it is not owned any more)
@@ -497,11 +495,11 @@ class HandedOverFile(_WithBlock):
         try:
             if fd is not None and not self._closed and fd in self._files.fds:
                 self._close_here()
-        except BaseException:  # noqa: B902
+        except BaseException as exc:  # noqa: B902
             # a finalizer can raise nothing: at interpreter exit modules
-            # may be gone, and a second Ctrl-C landing here would only be
-            # printed as "Exception ignored in", then dropped
-            pass
+            # may be gone, and a Ctrl-C whose handler ran in here would
+            # be lost (it is delivered again)
+            _again(exc)
 
     def __getattr__(self, name):
         value = getattr(self._fp, name)
