@@ -8,6 +8,7 @@
 
 import errno
 import os
+import signal
 import sys
 import threading
 import time
@@ -1597,4 +1598,89 @@ def test_a_close_that_never_slept_counts_as_cpu_on_a_busy_machine(
         assert closer.decisions.background
         assert closer.decisions.burning == (kind == 'spinning')
     finally:
+        closer.finish()
+
+
+# a Ctrl-C a finalizer caught (closer.interrupt_again) --------------------
+
+def caught_in_a_finalizer(exc):
+    """a finalizer, run at once, that caught ``exc`` where its handler
+    ran: what handedfiles' and deferredwrite's finalizers do"""
+
+    class Finalized:
+        def __del__(self):
+            try:
+                raise exc
+            except BaseException as caught:  # noqa: B902
+                closermod.interrupt_again(caught)
+
+    Finalized()
+
+
+def only_closer(monkeypatch, closer):
+    """``closer`` the only closer of the process (others of earlier tests
+    may not have been collected yet)"""
+    live = closermod.closer._live.__class__()
+    live.add(closer)
+    monkeypatch.setattr(closermod.closer, '_live', live)
+
+
+def test_a_ctrl_c_a_finalizer_caught_comes_again_while_a_closer_runs(
+    monkeypatch,
+):
+    closer = closermod.Closer(policy='background', threads=1)
+    only_closer(monkeypatch, closer)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            caught_in_a_finalizer(KeyboardInterrupt())
+            assert not true_by(time.monotonic() + 10, lambda: False)
+    finally:
+        closer.finish()
+
+
+def test_a_ctrl_c_a_finalizer_caught_is_dropped_once_every_closer_ended(
+    monkeypatch,
+):
+    # a command server's next command, core's rollback after the
+    # abort callback: no Ctrl-C of an apply that ended may land there
+    closer = closermod.Closer(policy='background', threads=1)
+    closer.finish()
+    only_closer(monkeypatch, closer)
+    try:
+        caught_in_a_finalizer(KeyboardInterrupt())
+        time.sleep(0.3)
+    except KeyboardInterrupt:
+        pytest.fail('a Ctrl-C came again after every closer ended')
+
+
+class SignalInterrupt(KeyboardInterrupt):
+    """what Mercurial's handler of SIGTERM raises (error.SignalInterrupt)"""
+
+
+@pytest.mark.skipif(
+    not hasattr(signal, 'pthread_kill'),
+    reason='no signal can be sent to one thread here',
+)
+def test_a_sigterm_a_finalizer_caught_comes_again_as_a_sigterm(monkeypatch):
+    # as a Ctrl-C, it would leave a command server running that was told
+    # to end
+    closer = closermod.Closer(policy='background', threads=1)
+    only_closer(monkeypatch, closer)
+    caught = []
+
+    def catchterm(signum, frame):
+        caught.append(signum)
+        raise SignalInterrupt
+
+    previous = signal.signal(signal.SIGTERM, catchterm)
+    try:
+        try:
+            caught_in_a_finalizer(SignalInterrupt())
+            true_by(time.monotonic() + 10, lambda: False)
+        except KeyboardInterrupt as exc:
+            came = exc
+        assert type(came) is SignalInterrupt
+        assert caught == [signal.SIGTERM]
+    finally:
+        signal.signal(signal.SIGTERM, previous)
         closer.finish()

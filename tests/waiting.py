@@ -19,14 +19,15 @@ def true_by(deadline, condition):
     return True
 
 
-def interrupted_after(finalize):
-    """whether a KeyboardInterrupt comes within a second after
+def interrupted_after(finalize, within=10):
+    """whether a KeyboardInterrupt comes within ``within`` seconds after
     ``finalize()``, which drops the last reference to an object whose
-    finalizer a Ctrl-C is to land in (the interrupt it delivers again is
-    raised at one of the next bytecodes)"""
+    finalizer a Ctrl-C is to land in (it is sent again from a thread of
+    the engine's, and raised at one of the next bytecodes: the wait ends
+    there, and lasts all its seconds only where none comes)"""
     try:
         finalize()
-        deadline = time.monotonic() + 1
+        deadline = time.monotonic() + within
         while time.monotonic() < deadline:
             time.sleep(0.001)
     except KeyboardInterrupt:

@@ -20,7 +20,7 @@ docs/design.rst for the layers.
 - _closelane.c, _opstat.c: the C lane, and the report's counters in C.
 """
 
-from .closer import Closer, native_available
+from .closer import Closer, interrupt_again, native_available
 from .descriptors import (
     FileError,
     close_elsewhere,
@@ -39,7 +39,6 @@ from .stats import OpStat, PythonOpStat, StatsBook, stat_clock
 from .threads import (
     cpu_demand,
     cpu_mark,
-    interrupt_again,
     on_pool_thread,
     slept,
     timed_call,

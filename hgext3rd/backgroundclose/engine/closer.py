@@ -41,6 +41,7 @@ from .inline import InlineCloses
 from .policy import ADAPTIVE
 from .sizing import PoolSizer
 from .stats import StatsBook, stat_clock
+from .threads import deliver_again
 
 # descriptors kept free for everything else the process does
 _FD_RESERVE = 32
@@ -84,6 +85,28 @@ def _disown_after_fork():
 
 if hasattr(os, 'register_at_fork'):
     os.register_at_fork(after_in_child=_disown_after_fork)
+
+
+def _any_running():
+    """whether a closer of this process has not ended yet"""
+    try:
+        closers = list(_live)
+    except RuntimeError:  # one made meanwhile: some closer is running
+        return True
+    return any(
+        closer.state is not FINISHED and closer.state is not ABANDONED
+        for closer in closers
+    )
+
+
+def interrupt_again(exc):
+    """what a finalizer calls with what it caught: a Ctrl-C is delivered
+    again while a closer has not ended (threads.deliver_again); once
+    every closer ended, it is dropped, as a finalizer of core's drops
+    one (the abort callback's take-back, the end of a command server's
+    command)"""
+    deliver_again(exc, _any_running)
+
 
 native_available = native.available
 

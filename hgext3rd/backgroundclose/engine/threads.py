@@ -55,34 +55,58 @@ def block_worker_signals():
         signal.pthread_sigmask(signal.SIG_BLOCK, _WORKER_BLOCKS)
 
 
-def interrupt_again(exc):
-    """called by a finalizer (``__del__``) with what it caught: a finalizer
-    can raise nothing, and a signal's handler runs at whatever bytecode
-    the main thread is at, a finalizer's too.  A Ctrl-C that landed there
+def deliver_again(exc, wanted):
+    """called by a finalizer (``__del__``), through closer.interrupt_again,
+    with what it caught: a finalizer can raise nothing, and a signal's
+    handler runs at whatever bytecode the main thread is at, a
+    finalizer's too.  A Ctrl-C (or Mercurial's SIGTERM) that landed there
     would be lost, and the command it should end would go on (waiting
-    for a close that hangs, say).  It is delivered again instead, once
-    the finalizer has returned."""
+    for a close that hangs, say).  The signal is sent to the main thread
+    again instead, from a thread of its own once the finalizer has let
+    go of the interpreter, if ``wanted()`` still says so then: never
+    into the next command of a command server."""
     try:
-        if isinstance(exc, KeyboardInterrupt) and callable(
-            signal.getsignal(signal.SIGINT)
-        ):
-            # only to Python's handler for SIGINT (interrupt_main() does
-            # nothing for SIG_IGN or SIG_DFL on 3.10 and later, and fails
-            # on 3.9).  Not from here: the handler would run at one of
-            # the finalizer's next bytecodes, and be lost again; nor
-            # after threading's start(), which waits for the thread
-            _thread.start_new_thread(_interrupt_main_soon, ())
-    except Exception:  # noqa: B902
-        pass  # at interpreter exit, what it uses may be gone
+        signum = _signal_of(exc)
+        if signum is not None and wanted():
+            # not from here: the handler would run at one of the
+            # finalizer's next bytecodes and be lost again; nor with
+            # threading's start(), which waits for the thread
+            _thread.start_new_thread(
+                _signal_main_soon, (signum, wanted, threading.main_thread())
+            )
+    except BaseException:  # noqa: B902
+        # at interpreter exit what it uses may be gone; a second Ctrl-C
+        # here ends in the finalizer's except, as core's would
+        pass
 
 
-def _interrupt_main_soon():
-    """a Ctrl-C for the main thread, once the finalizer that caught it has
-    returned; should it land in another finalizer, that one delivers it
-    again"""
+def _signal_of(exc):
+    """the signal whose Python handler raised ``exc``, if one still has
+    a Python handler: Python's for SIGINT raises KeyboardInterrupt
+    itself, Mercurial's for SIGTERM and SIGHUP a subclass of it"""
+    if not isinstance(exc, KeyboardInterrupt):
+        return None
+    name = 'SIGINT' if type(exc) is KeyboardInterrupt else 'SIGTERM'
+    signum = getattr(signal, name, signal.SIGINT)
+    if not callable(signal.getsignal(signum)):
+        return None  # ignored or default by now: as a late signal would be
+    return signum
+
+
+def _signal_main_soon(signum, wanted, main):
+    """the signal again, for the main thread: a real one where it can be
+    sent to a thread, which also wakes a wait no Python code polls"""
     block_worker_signals()
     time.sleep(0.001)
-    _thread.interrupt_main()
+    try:
+        if not wanted() or not callable(signal.getsignal(signum)):
+            return
+        if hasattr(signal, 'pthread_kill'):
+            signal.pthread_kill(main.ident, signum)
+        else:
+            _thread.interrupt_main()
+    except Exception:  # noqa: B902
+        pass  # the main thread is gone: nothing left to interrupt
 
 
 def run_as_batch_thread():
