@@ -53,6 +53,12 @@ HAS_PREPARE_STREAMED_FILE = hasattr(
 # its writer threads write (Mercurial 7.0 and later).
 HAS_V2_PARSER = hasattr(streamclone, '_v2_parse_files')
 
+# core's queue between the thread that reads a parallel apply's stream and
+# its parser, with a memory target (Mercurial 7.0 and later)
+DATA_QUEUE = getattr(streamclone, '_DataQueue', None)
+if not (hasattr(DATA_QUEUE, 'abort') and hasattr(DATA_QUEUE, 'mark_used')):
+    DATA_QUEUE = None
+
 
 def parallel_stream_v2(ui):
     """whether core's writer threads write stream v2 files
