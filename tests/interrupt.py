@@ -19,11 +19,14 @@ itself SIGNAL (INT or TERM).  Then it prints one line per property:
 - whether the command was still running when the signal came (a signal
   after the end proves nothing),
 - whether it stopped writing at the signal: fewer than STOPPED_WITHIN
-  files appear in WATCHDIR after the signal (the ones in flight; an apply
-  that went on would create hundreds, while a rollback only truncates or
-  removes files).  What appears is read off the file system, listing
-  WATCHDIR again and again until the command ends, so that it counts files
-  whoever creates them: core, the extension's C lane, any thread,
+  files appear in WATCHDIR once the command's handler of the signal ran
+  (the ones in flight; an apply that went on would create hundreds, while
+  a rollback only truncates or removes files).  Counted from the handler,
+  not from the kill: until the main thread runs it, which a loaded machine
+  can delay by tens of milliseconds, nothing can stop the writer threads.
+  What appears is read off the file system, listing WATCHDIR again and
+  again until the command ends, so that it counts files whoever creates
+  them: core, the extension's C lane, any thread,
 - whether as many threads run as before the command,
 - whether as many descriptors are open as before the command: all of
   them after a command that ran to its end; after a signal, those of files
@@ -130,6 +133,29 @@ def main(argv):
     # afterwards that were not
     atsignal = set()
     appeared = set()
+    # files in WATCHDIR as the command's handler of the signal began
+    athandler = []
+
+    def noting(handler):
+        def handle_noting(num, frame):
+            if num == signum and not athandler and os.path.isdir(watchdir):
+                athandler.append(list_files(watchdir))
+            return handler(num, frame)
+
+        return handle_noting
+
+    # Python's handler of SIGINT is there already, Mercurial sets its own
+    # for SIGTERM as it dispatches
+    setsignal = signal.signal
+
+    def setsignal_noting(num, handler):
+        if num == signum and callable(handler):
+            handler = noting(handler)
+        return setsignal(num, handler)
+
+    signal.signal = setsignal_noting
+    if signum is not None and callable(signal.getsignal(signum)):
+        setsignal_noting(signum, signal.getsignal(signum))
 
     def watch():
         # poll for the command's progress, signal, then keep listing until
@@ -155,6 +181,8 @@ def main(argv):
             if os.path.isdir(watchdir):
                 appeared.update(list_files(watchdir) - atsignal)
             time.sleep(0.002)
+        if athandler:  # there before anything could stop the writers
+            appeared.difference_update(athandler[0])
 
     ignored = []
 
@@ -193,8 +221,10 @@ def main(argv):
         print('stopped writing at the signal: %s' % stopped)
         if not stopped:
             print(
-                '  (%d files before the signal, %d appeared after, %.2f s)'
-                % (len(atsignal), len(appeared), ended - sent[0])
+                '  (%d files before the signal, %d as its handler ran, '
+                '%d appeared after, %.2f s)'
+                % (len(atsignal), len(athandler[0]) if athandler else -1,
+                   len(appeared), ended - sent[0])
             )
     print('threads as before: %s' % (threading.active_count() == threads_before))
     print('descriptors as before: %s' % (fds_after == fds_before))
