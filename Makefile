@@ -13,6 +13,9 @@ SHIM := build/slowclose.so
 CRAM_ARGS ?=
 CRAM_TESTS ?= tests
 PYTEST_ARGS ?=
+# the tests' temporary files on a tmpfs of their own where root can mount
+# one (tests/onscratch.sh); TEST_TMPFS=no keeps them on the usual TMPDIR
+SCRATCH := tests/onscratch.sh
 
 # the latest release of every line the extension supports
 MATRIX ?= 6.5.3 6.6.3 6.7.4 6.8.2 6.9.5 7.0.3 7.1.2 7.2.4
@@ -73,7 +76,8 @@ test: $(STAMP) $(SHIM)
 # load the close-latency shim
 unit: $(STAMP) $(SHIM)
 	SLOWCLOSE_SO="$(abspath $(SHIM))" BACKGROUNDCLOSE_REQUIRE_NATIVE=1 \
-		$(BIN)/python -m pytest -q --durations=10 tests $(PYTEST_ARGS)
+		$(SCRATCH) $(BIN)/python -m pytest -q --durations=10 tests \
+		$(PYTEST_ARGS)
 
 # the long loops make test runs at a reduced count, at their full count:
 # the command server's twelve rounds (over a hundred commands), 30 damaged
@@ -82,7 +86,7 @@ unit: $(STAMP) $(SHIM)
 test-long: $(STAMP) $(SHIM)
 	SLOWCLOSE_SO="$(abspath $(SHIM))" BACKGROUNDCLOSE_REQUIRE_NATIVE=1 \
 		CMDSERVER_ROUNDS=12 FUZZ_EXAMPLES=30 MODEL_EXAMPLES=300 \
-		$(BIN)/python -m pytest -q --durations=10 \
+		$(SCRATCH) $(BIN)/python -m pytest -q --durations=10 \
 		tests/test_cmdserver.py::test_many_commands_in_one_server_leave_nothing_behind \
 		tests/test_fuzz_streams.py \
 		tests/test_closermodel.py
@@ -106,7 +110,7 @@ CRAM_JOBS ?= 3
 
 cram: $(STAMP) $(SHIM)
 	PATH="$(abspath $(BIN)):$$PATH" SLOWCLOSE_SO="$(abspath $(SHIM))" \
-		$(BIN)/python tests/withsigint.py \
+		$(SCRATCH) $(BIN)/python tests/withsigint.py \
 		$(BIN)/python tests/cramjobs.py --jobs $(CRAM_JOBS) \
 		--failures build/cram-failures.log -- \
 		$(BIN)/cram --shell=/bin/bash $(CRAM_ARGS) $(CRAM_TESTS)
