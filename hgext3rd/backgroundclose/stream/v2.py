@@ -24,7 +24,6 @@ interrupt could take from it is ever left open.
 
 import itertools
 import os
-import sys
 import threading
 import time
 
@@ -571,16 +570,6 @@ def v2_parse_files(session, orig, *args, **kwargs):
     return files
 
 
-def abort_data_queue(session, orig, queue):
-    """core's reading thread may wait for room under its memory target as
-    the apply fails (a close that failed, a Ctrl-C): nothing reads any
-    more, and core's abort() wakes it only for its loop to wait again, so
-    that joining it waits for ever.  Once every byte counts as used, it
-    reads one more chunk, sees the abort and ends."""
-    orig(queue)
-    queue.mark_used(sys.maxsize)
-
-
 # with the report shown, for the directories core makes
 MKDIR_SEAM = (util, 'makedirs', makedirs)
 
@@ -591,9 +580,6 @@ SEAMS = [
     else None,
     (streamclone, '_v2_parse_files', v2_parse_files)
     if compat.HAS_V2_PARSER
-    else None,
-    (compat.DATA_QUEUE, 'abort', abort_data_queue)
-    if compat.DATA_QUEUE is not None
     else None,
 ]
 

@@ -6,11 +6,12 @@
 # GNU General Public License version 2 or any later version.
 """The wrappers in place while a stream apply runs, bound to its session
 (apply.py): what ``vfs.backgroundclosing()`` enters (``SessionCloser``),
-the opens of the files the stream writes, and ``util.filechunkiter``,
-which counts the files left to core.
+the opens of the files the stream writes, ``util.filechunkiter``, which
+counts the files left to core, and the abort of core's reading thread.
 """
 
 import contextlib
+import sys
 import threading
 
 from mercurial.i18n import _
@@ -20,6 +21,7 @@ from mercurial import (
     vfs as vfsmod,
 )
 
+from ..shared import compat
 from . import v2 as streamv2
 
 
@@ -155,6 +157,16 @@ def filechunkiter(session, orig, f, size=None, limit=None):
     return chunks
 
 
+def abort_data_queue(session, orig, queue):
+    """core's reading thread may wait for room under its memory target as
+    the apply fails (a close that failed, a Ctrl-C): nothing reads any
+    more, and core's abort() wakes it only for its loop to wait again, so
+    that joining it waits for ever.  Once every byte counts as used, it
+    reads one more chunk, sees the abort and ends."""
+    orig(queue)
+    queue.mark_used(sys.maxsize)
+
+
 # stream v1, v3 and v2 before 7.0: the session's own files (taken away
 # during skips), and where the files left to core are counted
 OPEN_SEAM = (vfsmod.vfs, '__call__', vfsopen)
@@ -165,4 +177,7 @@ FILECHUNKITER_SEAM = (util, 'filechunkiter', filechunkiter)
 SESSION_SEAMS = [
     (vfsmod, 'backgroundfilecloser', backgroundfilecloser),
     (vfsmod.abstractvfs, 'backgroundclosing', backgroundclosing),
+    (compat.DATA_QUEUE, 'abort', abort_data_queue)
+    if compat.DATA_QUEUE is not None
+    else None,
 ] + streamv2.SEAMS
