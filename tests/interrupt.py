@@ -21,9 +21,10 @@ itself SIGNAL (INT or TERM).  Then it prints one line per property:
 - whether it stopped writing at the signal: fewer than STOPPED_WITHIN
   files appear in WATCHDIR once the command's handler of the signal ran
   (the ones in flight; an apply that went on would create hundreds, while
-  a rollback only truncates or removes files).  Counted from the handler,
-  not from the kill: until the main thread runs it, which a loaded machine
-  can delay by tens of milliseconds, nothing can stop the writer threads.
+  a rollback only truncates or removes files).  Counted from the first
+  listing after the handler began, not from the kill: until the main
+  thread runs it, which a loaded machine can delay by tens of
+  milliseconds, nothing can stop the writer threads.
   What appears is read off the file system, listing WATCHDIR again and
   again until the command ends, so that it counts files whoever creates
   them: core, the extension's C lane, any thread,
@@ -133,13 +134,18 @@ def main(argv):
     # afterwards that were not
     atsignal = set()
     appeared = set()
-    # files in WATCHDIR as the command's handler of the signal began
+    # when the command's handler of the signal began, and the files in
+    # WATCHDIR then: listed by the watcher, from its first listing that
+    # begins after it (listed in the handler, with the writers' threads
+    # taking the interpreter in turns, the listing would itself hold the
+    # apply back for tens of milliseconds, a loaded machine's)
+    handled = []
     athandler = []
 
     def noting(handler):
         def handle_noting(num, frame):
-            if num == signum and not athandler and os.path.isdir(watchdir):
-                athandler.append(list_files(watchdir))
+            if num == signum and not handled:
+                handled.append(time.monotonic())
             return handler(num, frame)
 
         return handle_noting
@@ -178,8 +184,12 @@ def main(argv):
                     break
             time.sleep(0.005)
         while sent and not finished.is_set():
+            began = time.monotonic()
             if os.path.isdir(watchdir):
-                appeared.update(list_files(watchdir) - atsignal)
+                files = list_files(watchdir)
+                appeared.update(files - atsignal)
+                if handled and not athandler and began > handled[0]:
+                    athandler.append(files)
             time.sleep(0.002)
         if athandler:  # there before anything could stop the writers
             appeared.difference_update(athandler[0])

@@ -12,12 +12,15 @@ import contextlib
 import os
 import sys
 import threading
+import time
 
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..'))
 
+from waiting import true_by  # noqa: E402
 from hgext3rd.backgroundclose import engine  # noqa: E402
+from hgext3rd.backgroundclose.shared import compat  # noqa: E402
 from hgext3rd.backgroundclose.stream import (  # noqa: E402
     apply as streamapply,
     wrappers as streamwrappers,
@@ -625,3 +628,32 @@ def test_a_failure_other_than_a_file_error_on_a_core_writer_is_the_files(
         assert caught.value.action == 'writing'
     finally:
         session.closer.finish(failing=True)
+
+
+@pytest.mark.skipif(
+    compat.DATA_QUEUE is None,
+    reason="core has no reading thread for stream v2 before Mercurial 7.0",
+)
+def test_a_failing_parallel_apply_ends_core_s_reading_thread_and_writers():
+    # core's reading thread waits for room under its memory target, and
+    # nothing reads any more: core's abort() alone leaves it waiting (the
+    # apply hung in core's join)
+    queue = compat.DATA_QUEUE(memory_target=1024)
+    reads = []
+
+    def chunks():
+        for _ in range(100):
+            reads.append(1)
+            yield b'x' * 4096
+
+    reader = threading.Thread(target=queue.fill_from, args=(chunks(),))
+    reader.daemon = True  # should the test fail, it must not hang pytest
+    reader.start()
+    assert true_by(time.monotonic() + 10, lambda: queue._wait.locked())
+    session = type('Session', (), {'cancelled': threading.Event()})()
+    streamwrappers.abort_data_queue(session, type(queue).abort, queue)
+    reader.join(10)
+    assert not reader.is_alive()
+    assert len(reads) < 100  # it saw the abort, and read no further
+    # core's writers, which core joins next, write nothing more
+    assert session.cancelled.is_set()

@@ -158,11 +158,18 @@ def filechunkiter(session, orig, f, size=None, limit=None):
 
 
 def abort_data_queue(session, orig, queue):
-    """core's reading thread may wait for room under its memory target as
-    the apply fails (a close that failed, a Ctrl-C): nothing reads any
-    more, and core's abort() wakes it only for its loop to wait again, so
-    that joining it waits for ever.  Once every byte counts as used, it
-    reads one more chunk, sees the abort and ends."""
+    """a parallel stream v2 apply fails (a close that failed, a Ctrl-C):
+    core aborts its reading thread, then joins its writers, which would
+    first write every file read so far.  They are told to write nothing
+    more here, wherever the failure came from (one that comes through
+    the parser tells them there already: StreamV2Writer.parsed).
+
+    Core's reading thread may also wait for room under its memory target:
+    nothing reads any more, and core's abort() wakes it only for its loop
+    to wait again, so that joining it would wait for ever.  Once every
+    byte counts as used, it reads one more chunk, sees the abort and
+    ends."""
+    session.cancelled.set()
     orig(queue)
     queue.mark_used(sys.maxsize)
 
