@@ -105,14 +105,17 @@ test-quick: $(STAMP) $(SHIM)
 
 # three at a time: most cram tests wait on modelled slow closes and sleeps.
 # Tests that interrupt hg need SIGINT handled, even when make runs as a
-# background job (tests/withsigint.py)
+# background job (tests/withsigint.py).  They start longest first, by the
+# times of tests/cram-times.txt (after a full run, build/cram-times.txt
+# holds this machine's: copy it there when the suite changes much)
 CRAM_JOBS ?= 3
 
 cram: $(STAMP) $(SHIM)
 	PATH="$(abspath $(BIN)):$$PATH" SLOWCLOSE_SO="$(abspath $(SHIM))" \
 		$(SCRATCH) $(BIN)/python tests/withsigint.py \
 		$(BIN)/python tests/cramjobs.py --jobs $(CRAM_JOBS) \
-		--failures build/cram-failures.log -- \
+		--failures build/cram-failures.log \
+		--times tests/cram-times.txt --record build/cram-times.txt -- \
 		$(BIN)/cram --shell=/bin/bash $(CRAM_ARGS) $(CRAM_TESTS)
 
 # the whole suite against one release, in its own virtualenv

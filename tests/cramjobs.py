@@ -16,6 +16,12 @@ if any failed.
 With --failures FILE, the output of the tests that failed is also written to
 FILE (emptied first), so that a caller can print it again where a CI log's
 tail shows it.
+
+With --times FILE, the tests start in the order of the times FILE gives
+them (a line a test: its name and seconds), the longest first: a test that
+mostly sleeps is small, and started last it would run on alone at the end.
+A test FILE does not list starts first.  --record FILE writes the times of
+this run there, for a later --times.
 """
 
 import argparse
@@ -24,6 +30,20 @@ import os
 import subprocess
 import sys
 import time
+
+
+def read_times(path):
+    """{test name: seconds} from ``path``, empty if there is none"""
+    times = {}
+    try:
+        with open(path, encoding='utf-8') as fp:
+            for line in fp:
+                fields = line.split()
+                if len(fields) == 2 and not line.startswith('#'):
+                    times[fields[0]] = float(fields[1])
+    except FileNotFoundError:
+        pass
+    return times
 
 
 def test_files(paths):
@@ -63,6 +83,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--jobs', type=int, default=2)
     parser.add_argument('--failures', metavar='FILE')
+    parser.add_argument('--times', metavar='FILE')
+    parser.add_argument('--record', metavar='FILE')
     parser.add_argument('command', nargs=argparse.REMAINDER)
     args = parser.parse_args()
     command = args.command
@@ -72,6 +94,10 @@ def main():
     paths = [a for a in command[1:] if not a.startswith('-')]
     command = command[:1] + options
     tests = test_files(paths)
+    if args.times:
+        known = read_times(args.times)
+        # stable: the largest first among those FILE does not list
+        tests.sort(key=lambda p: -known.get(os.path.basename(p), 1e9))
     failures = None
     if args.failures:
         failures = open(args.failures, 'w', encoding='utf-8')
@@ -105,6 +131,12 @@ def main():
         len(tests), len(failed), time.monotonic() - started, total_cpu))
     if failures:
         failures.close()
+    if args.record:
+        with open(args.record, 'w', encoding='utf-8') as fp:
+            fp.write('# wall seconds of each cram test, longest first '
+                     '(tests/cramjobs.py --record)\n')
+            for seconds, _cpu, path in sorted(times, reverse=True):
+                fp.write('%s %.1f\n' % (os.path.basename(path), seconds))
     return 1 if failed else 0
 
 
