@@ -9,7 +9,8 @@ what a seam does to it: open a descriptor into the owned set, hand it
 over (with data or without), a close or a write that fails, an interrupt
 at any point where a signal can raise (after each call, at each entry) of
 a hand-over, and a second one in what the first set off, a hand-over from
-one of core's writer threads, a fork, ``finish()`` and the session's
+one of core's writer threads, a fork, ``finish()`` (on the C lane also
+while closes hang and a writer thread waits for room) and the session's
 release of what it still owns.  Both pools run it.
 
 After every step it checks what the ownership rule (docs/design.rst)
@@ -21,6 +22,10 @@ promises:
   the check sees as a file of its own no longer open;
 - a file handed over with data has all of it once closed;
 - after ``finish()`` no thread of the closer is left;
+- ``finish()`` waits only for what was handed over before it began: from
+  then on the C lane takes nothing (a writer thread's file is refused,
+  and the writer closes it), so that no close hangs in its join, which no
+  Ctrl-C cuts short;
 - a failure is raised at most once, on the thread that made the closer,
   by ``close()`` or ``finish()``, and one at least by the time
   ``finish()`` returns (the others known then end the command with it);
@@ -31,8 +36,10 @@ promises:
 """
 
 import os
+import select
 import sys
 import threading
+import time
 
 import pytest
 from hypothesis import (
@@ -65,11 +72,24 @@ from test_pools import (  # noqa: E402
     interrupting_tracer,
     rearming,
 )
+from waiting import true_by  # noqa: E402
 
 EXAMPLES = int(os.environ.get('MODEL_EXAMPLES') or 40)
 STEPS = int(os.environ.get('MODEL_STEPS') or 30)
 
 WRITE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+
+# more than a pipe holds (64 KiB on Linux): written into one nobody reads
+# yet, the write, and so the close, hangs until it is drained, as a close
+# on a dead mount does
+HUNG = b'h' * (1 << 20)
+# a lane refuses a hand-over that waits for room as its stop() begins; one
+# that has not refused it after this long is given room (a close that
+# hangs returns), to show whether it takes the file
+REFUSAL = 0.5
+# once the closes handed over before finish() began returned, it waits for
+# nothing that hangs: past this, the watchdog lets the rest return
+WATCHDOG = 5.0
 
 # where the first interrupt of a hand-over may land, and the second
 HANDING = {
@@ -97,6 +117,26 @@ TAKING_BACK = {
 def closer_threads():
     return [t for t in threading.enumerate()
             if t.name.startswith('backgroundclose-') and t.is_alive()]
+
+
+class SubmitWatch:
+    """a profile function (sys.setprofile, for the thread that sets it):
+    whether the thread called ``lane.submit``, and whether that call
+    returned or raised.  A submit waiting for room runs no Python code
+    that a test could see otherwise."""
+
+    def __init__(self, lane):
+        self.lane = lane
+        self.called = threading.Event()
+        self.returned = threading.Event()
+
+    def __call__(self, frame, event, arg):
+        if (
+            event.startswith('c_')
+            and getattr(arg, '__self__', None) is self.lane
+            and arg.__name__ == 'submit'
+        ):
+            (self.called if event == 'c_call' else self.returned).set()
 
 
 class CloserModel(RuleBasedStateMachine):
@@ -162,6 +202,10 @@ class CloserModel(RuleBasedStateMachine):
         # fd -> inode of each file the submitter owns
         self.mine = {}
         self.injected = set()  # names whose write or close failed
+        # name -> read end of each pipe made (open_pipe) not drained yet,
+        # and the bytes read from each drained
+        self.reads = {}
+        self.drained = {}
         self.raised = []  # names of the FileErrors raised
         self.finished = False
         self.failing = True
@@ -171,6 +215,10 @@ class CloserModel(RuleBasedStateMachine):
         if self.dir is None:
             return
         try:
+            # first: a write still hanging in one of them would hang
+            # finish()
+            for rfd in self.reads.values():
+                os.close(rfd)
             if not self.finished:
                 self.catch(lambda: self.closer.finish(failing=True))
             for fd in list(self.owned):
@@ -194,6 +242,39 @@ class CloserModel(RuleBasedStateMachine):
             self.mine[fd] = os.fstat(fd).st_ino
         return fd, name
 
+    def open_pipe(self, owned=None):
+        """a pipe, its write end opened as open_one() opens a file; the
+        read end is the model's: until drain() reads it, a write of more
+        than the pipe holds hangs"""
+        rfd, fd = os.pipe()
+        (self.owned if owned is None else owned).add(fd)
+        name = 'pipe%d' % self.count
+        self.count += 1
+        self.reads[name] = rfd
+        if owned is None:
+            self.mine[fd] = os.fstat(fd).st_ino
+        return fd, name
+
+    def drain(self, name, deadline):
+        """read the pipe ``name`` until its write end is closed, then
+        close it, recording the bytes read; at ``deadline`` (of
+        time.monotonic()) close it all the same, which ends a write that
+        still hangs (EPIPE)"""
+        rfd = self.reads.pop(name)
+        count = 0
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([rfd], [], [], left)[0]:
+                    break
+                chunk = os.read(rfd, 1 << 16)
+                if not chunk:
+                    break
+                count += len(chunk)
+        finally:
+            os.close(rfd)
+            self.drained[name] = count
+
     def catch(self, call):
         """``call()``, the name of a FileError it raised recorded"""
         try:
@@ -216,12 +297,8 @@ class CloserModel(RuleBasedStateMachine):
             fails = None
         if fails == 'write':
             # a pipe nobody reads: the write fails (EPIPE)
-            rfd, fd = os.pipe()
-            os.close(rfd)
-            self.owned.add(fd)
-            self.mine[fd] = os.fstat(fd).st_ino
-            name = 'pipe%d' % self.count
-            self.count += 1
+            fd, name = self.open_pipe()
+            os.close(self.reads.pop(name))
             data = b'z' * 10
         else:
             fd, name = self.open_one()
@@ -265,11 +342,13 @@ class CloserModel(RuleBasedStateMachine):
             # given (else interrupted before it was: the submitter's)
             self.given.append((fd, self.mine.pop(fd), name, None))
 
-    def start_writer(self, count):
+    def start_writer(self, count, open_file=None, data=b'w' * 100):
         """one of core's writer threads, started: it hands ``count`` files
         over from a set of its own (closer.owning), as stream v2's
-        parallel apply does; the event is set once it has opened its
-        first file (or ended)"""
+        parallel apply does, each opened by ``open_file(owned)`` (by
+        default a file of the model's) and with ``data``; the event is
+        set once it has opened its first file (or ended)"""
+        open_file = open_file or self.open_one
         mine = set()
         made = []
         started = threading.Event()
@@ -278,11 +357,11 @@ class CloserModel(RuleBasedStateMachine):
             try:
                 with self.closer.owning(mine):
                     for _ in range(count):
-                        fd, name = self.open_one(mine)
-                        made.append((fd, os.fstat(fd).st_ino, name))
+                        fd, name = open_file(mine)
+                        made.append((fd, os.fstat(fd).st_ino, name, data))
                         started.set()
                         try:
-                            self.closer.close(fd, name, b'w' * 100)
+                            self.closer.close(fd, name, data)
                         except descriptors.FileError:
                             pass  # raised again on the owner
                         mine.discard(fd)
@@ -299,8 +378,7 @@ class CloserModel(RuleBasedStateMachine):
         thread.join(30)
         assert not thread.is_alive()
         assert not mine, 'a writer thread kept a descriptor it gave away'
-        for fd, inode, name in made:
-            self.given.append((fd, inode, name, b'w' * 100))
+        self.given.extend(made)
 
     def finish_closer(self, failing, then=None):
         """finish() as the applying thread does, ``then()`` (if given),
@@ -426,8 +504,11 @@ class CloserModel(RuleBasedStateMachine):
             assert not self.is_file(fd, inode), (
                 'descriptor %d (%s) given away, still open' % (fd, name))
             if data and name not in self.injected:
-                path = os.path.join(self.dir, name)
-                assert os.path.getsize(path) == len(data), name
+                # a pipe's: what its reader got
+                size = self.drained.get(name)
+                if size is None:
+                    size = os.path.getsize(os.path.join(self.dir, name))
+                assert size == len(data), name
 
     @invariant()
     def each_failure_raised_once(self):
@@ -468,6 +549,112 @@ class PythonPoolModel(CloserModel):
 
 class LanePoolModel(CloserModel):
     pool = 'lane'
+
+    # (the rule below) the lane's last token once the closes that hang
+    # filled it, and whether finish() then lasted until the watchdog
+    fulltoken = None
+    watchdogfired = False
+
+    # the closer closes in the background from the first file on (else a
+    # close that hangs would hang here), and the lane has room for two at
+    # least: with one, the close that returns would give the writer room
+    # and end stop()'s wait at once, a race, where the model gives room
+    # while stop() still waits
+    @precondition(lambda self: not self.finished
+                  and self.closer.decisions.policy == 'background'
+                  and self.closer.maxqueue > 1)
+    @rule(failing=st.booleans())
+    def finish_while_closes_hang_and_a_writer_waits_for_room(self, failing):
+        """closes that hang (writes into pipes nobody reads yet) fill the
+        lane; one of core's writer threads waits for room to hand over a
+        file whose close hangs too; finish() begins, then the closes
+        return.  The writer's file is refused (it closes it itself), not
+        taken by the stopping lane, whose threads would close it before
+        the join, which no Ctrl-C cuts short"""
+        closer = self.closer
+        lane = closer._pool._lane
+        # threads before the first close that hangs: without, the lane
+        # refuses it and it is made here, inline, and hangs the model
+        closer.start()
+        assert lane.threads, 'no thread to hand the closes over to'
+        # the closes that hang alone fill the lane: room comes only as one
+        # of them returns (a parked thread waits for a batch: kicked)
+        assert true_by(time.monotonic() + 10,
+                       lambda: lane.kick() or lane.pending == 0)
+        hung = []
+        for _ in range(closer.maxqueue):
+            fd, name = self.open_pipe()
+            hung.append(name)
+            self.give(fd, name, HUNG, False)
+            self.catch(lambda: closer.close(fd, name, HUNG))
+        assert lane.pending == closer.maxqueue
+        # nothing is taken from here on until one of them returns, once
+        # finish() began
+        self.fulltoken = lane.lasttoken
+        submit = SubmitWatch(lane)
+
+        def open_watched(owned):
+            # sys.setprofile acts on the calling thread: the writer's
+            sys.setprofile(submit)
+            return self.open_pipe(owned)
+
+        writer, _started, mine, made = self.start_writer(
+            1, open_watched, HUNG)
+        ended = threading.Event()  # finish() returned, or the rule failed
+        helper = threading.Thread(target=self.let_closes_return,
+                                  args=(hung, submit, ended))
+        helper.start()
+
+        def settle():
+            # the helper drains what is left, the writer's pipe too
+            ended.set()
+            helper.join(60)
+            writer.join(30)
+
+        def then():
+            settle()
+            self.join_writer(writer, mine, made)
+
+        try:
+            assert submit.called.wait(10), 'the writer never handed over'
+            self.finish_closer(failing, then=then)
+        finally:
+            settle()
+
+    def let_closes_return(self, hung, submit, ended):
+        """(the rule's helper thread) the closes that hang return: the
+        first once finish() began and the writer's submit returned,
+        refused (or REFUSAL passed: the lane may take it), the others once
+        the submit returned, the writer's (its pipe) once finish() returned
+        or at the watchdog"""
+        deadline = time.monotonic() + 30
+        true_by(deadline, lambda: ended.is_set()
+                or self.closer.state is not closermod.OPEN)
+        submit.returned.wait(REFUSAL)
+        self.drain(hung[0], deadline)
+        # room for one: a lane that takes the writer's file takes it now
+        submit.returned.wait(REFUSAL)
+        for name in hung[1:]:
+            self.drain(name, deadline)
+        if self.closer._pool._lane.lasttoken == self.fulltoken:
+            self.watchdogfired = not ended.wait(WATCHDOG)
+        # else finish() waits for the writer's close: no use waiting for
+        # the watchdog (the invariant below fails).  The writer's pipe is
+        # the one left (if it was made)
+        for name in list(self.reads):
+            self.drain(name, time.monotonic() + 10)
+
+    @invariant()
+    def finish_took_nothing_handed_over_after_it_began(self):
+        # (once the rule above ran)
+        if self.fulltoken is None or not self.finished:
+            return
+        assert not self.watchdogfired, (
+            'finish() waited for a file handed over after it began, until '
+            'the watchdog drained it')
+        taken = self.closer._pool._lane.lasttoken - self.fulltoken
+        assert taken == 0, 'the lane took %d file(s) once finish() began' % (
+            taken)
 
 
 TestPythonPoolModel = PythonPoolModel.TestCase
