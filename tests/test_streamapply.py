@@ -650,7 +650,9 @@ def test_a_failing_parallel_apply_ends_core_s_reading_thread_and_writers():
     reader.daemon = True  # should the test fail, it must not hang pytest
     reader.start()
     assert true_by(time.monotonic() + 10, lambda: queue._wait.locked())
-    session = type('Session', (), {'cancelled': threading.Event()})()
+    session = type(
+        'Session', (), {'cancelled': threading.Event(), 'running': True}
+    )()
     streamwrappers.abort_data_queue(session, type(queue).abort, queue)
     reader.join(10)
     assert not reader.is_alive()

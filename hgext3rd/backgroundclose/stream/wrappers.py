@@ -169,7 +169,8 @@ def abort_data_queue(session, orig, queue):
     to wait again, so that joining it would wait for ever.  Once every
     byte counts as used, it reads one more chunk, sees the abort and
     ends."""
-    session.cancelled.set()
+    if session.running:  # not an apply's that ended (see seams.py)
+        session.cancelled.set()
     orig(queue)
     queue.mark_used(sys.maxsize)
 
