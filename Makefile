@@ -73,11 +73,13 @@ test: $(STAMP) $(SHIM)
 
 # the C parts must have been built where they can be (tests/test_closelane.py
 # and tests/test_opstat.py fail instead of skipping), and the lane's tests
-# load the close-latency shim
+# load the close-latency shim.  SIGINT handled (tests/withsigint.py), as for
+# the cram tests: run from a background job, as CI may, the command server
+# would ignore the Ctrl-C its tests send
 unit: $(STAMP) $(SHIM)
 	SLOWCLOSE_SO="$(abspath $(SHIM))" BACKGROUNDCLOSE_REQUIRE_NATIVE=1 \
-		$(SCRATCH) $(BIN)/python -m pytest -q --durations=10 tests \
-		$(PYTEST_ARGS)
+		$(SCRATCH) $(BIN)/python tests/withsigint.py \
+		$(BIN)/python -m pytest -q --durations=10 tests $(PYTEST_ARGS)
 
 # the long loops make test runs at a reduced count, at their full count:
 # the command server's twelve rounds (over a hundred commands), 30 damaged
@@ -86,7 +88,8 @@ unit: $(STAMP) $(SHIM)
 test-long: $(STAMP) $(SHIM)
 	SLOWCLOSE_SO="$(abspath $(SHIM))" BACKGROUNDCLOSE_REQUIRE_NATIVE=1 \
 		CMDSERVER_ROUNDS=12 FUZZ_EXAMPLES=30 MODEL_EXAMPLES=300 \
-		$(SCRATCH) $(BIN)/python -m pytest -q --durations=10 \
+		$(SCRATCH) $(BIN)/python tests/withsigint.py \
+		$(BIN)/python -m pytest -q --durations=10 \
 		tests/test_cmdserver.py::test_many_commands_in_one_server_leave_nothing_behind \
 		tests/test_fuzz_streams.py \
 		tests/test_closermodel.py
