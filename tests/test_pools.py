@@ -499,7 +499,11 @@ def test_two_interrupts_at_any_bytecodes_of_a_submit_leave_one_owner(owned):
                 break  # past the take-back's last bytecode
         if not raised1:
             break  # past the hand-over's last bytecode
-    assert first > 3 and pairs > 20, (first, pairs)
+    # the floor shows the tracer found the points (one that finds none, as
+    # on 3.13.0 once, stops at one pair): 5 first points and 28 pairs here
+    # on 3.9 to 3.13, fewer second points where the pool's thread took the
+    # file before the take-back looked (16 pairs once, under load)
+    assert first > 3 and pairs > 12, (first, pairs)
     stopped(pool)
 
 
