@@ -34,7 +34,7 @@ SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'caseless.c')
 PACKAGES = ['libfuse3-dev', 'pkg-config']
 
 
-def _fuse_flags():
+def fuse_flags():
     """the compiler flags for libfuse 3, or None where it is not installed"""
     if not shutil.which('pkg-config'):
         return None
@@ -52,22 +52,22 @@ def unavailable():
         return 'not root (a FUSE mount with its inode numbers passed through)'
     if not shutil.which('cc'):
         return 'no C compiler (cc)'
-    if _fuse_flags() is None:
+    if fuse_flags() is None:
         return 'not installed: %s' % ', '.join(PACKAGES)
     return None
 
 
 def install():
     """install what is missing with apt-get; False where that can't be"""
-    return _fuse_flags() is not None or (
-        common.apt_install(PACKAGES) and _fuse_flags() is not None)
+    return fuse_flags() is not None or (
+        common.apt_install(PACKAGES) and fuse_flags() is not None)
 
 
 def build(work):
     """compile caseless.c into ``work``: the program's path"""
     program = os.path.join(work, 'caseless')
     subprocess.run(['cc', '-O2', '-Wall', '-o', program, SOURCE]
-                   + _fuse_flags(), check=True)
+                   + fuse_flags(), check=True)
     return program
 
 

@@ -67,7 +67,7 @@ forth, to the null revision and from it:
   $ hg clone -q src forked
   $ hg clone -q src single --config worker.enabled=false --debug \
   >   | grep '^backgroundclose:'
-  backgroundclose: 405 checkout files, 403 written by * writer threads (glob)
+  backgroundclose: 405 checkout files, 403 written by * writer threads; in flight on average: * reads, * directories, * files (glob)
   $ same forked
   forked: as core
   $ same single
@@ -89,12 +89,13 @@ are the symbolic links:
   $ hg -R forked update -q null
   $ hg -R forked update tip --debug --config worker.numcpus=4 \
   >   | grep '^backgroundclose:'
-  backgroundclose: 405 checkout files, 403 written by * writer threads in 4 workers (glob)
+  backgroundclose: 405 checkout files, 403 written by * writer threads in 4 workers; in flight on average: * reads, * directories, * files (glob)
   $ hg -R forked update -q null
   $ hg -R forked update tip --config worker.backgroundclosereport=true \
   >   --config worker.numcpus=3
   checkout: 405 files, * in * (glob)
     operation             count       total        mean         max
+    store read              405 * (glob)
     mkdir * (glob)
     open                    403 * (glob)
     write                   403 * (glob)
@@ -102,6 +103,7 @@ are the symbolic links:
     close, writers          403 * (glob)
     stat                    403 * (glob)
     core's steps              2 * (glob)
+    in flight on average: * store reads, * directories, * files (glob)
     directories: * made, * found existing (glob)
     writers: * threads in 3 workers wrote 403 files whole (at most * held) (glob)
   405 files updated, 0 files merged, 0 files removed, 0 files unresolved

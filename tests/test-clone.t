@@ -91,7 +91,7 @@ what it is, with the keys of the table's rows:
   >     print(r['kind'], r['files'], sorted(r['ops']))
   > PY
   stream * ['close-applier', 'close-threads', 'close-writers', 'mkdir', 'open', 'write'] (glob)
-  checkout * ['close-applier', 'close-writers', 'core-steps', 'mkdir', 'open', 'stat', 'write'] (glob)
+  checkout * ['close-applier', 'close-writers', 'core-steps', 'mkdir', 'open', 'read', 'read-wait', 'stat', 'write'] (glob)
 
 Every directory of the working copy was made once, whichever update
 worker made it, and the checkout's line says so (the others found it

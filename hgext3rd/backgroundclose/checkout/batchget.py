@@ -43,7 +43,7 @@ from ..shared import (
     seams,
     settings,
 )
-from . import summary as checkoutsummary
+from . import readahead, summary as checkoutsummary
 
 # a new file, never one through a symbolic link or one that was there:
 # what core's unlink-then-open makes, in one round trip when nothing is
@@ -293,7 +293,8 @@ class Checkout:
         )
         self.budget = self.writers.budget
         # every step of every file counted, and timed for the report
-        timed = settings.report(ui) != settings.REPORT_OFF
+        # (the --debug line says how many were in flight)
+        timed = settings.report(ui) != settings.REPORT_OFF or ui.debugflag
         self.clock = engine.stat_clock if timed else _no_clock
         self.book = engine.StatsBook(checkoutsummary.OPERATIONS)
         self.directories = directories.Directories(timed)
@@ -321,6 +322,8 @@ class Checkout:
         # core's steps for a file with something in the way run one at a
         # time: two of them may find the same file in the way
         self._coresteps = threading.Lock()
+        # the store's data of each file, read here or ahead (get())
+        self.reads = None
 
     # the applying thread ----------------------------------------------
 
@@ -329,7 +332,10 @@ class Checkout:
         the dirstate's data of every file, once all are closed"""
         ui = self.ui
         verbose = ui.verbose
-        fctx = mctx.filectx
+        self.reads = readahead.StoreReads(
+            mctx, [f for f, args, msg in actions], settings.writes(ui),
+            readahead.core_s_read_path(self.repo, mctx), self.clock,
+        )
         i = 0
         f = None
         failing = True
@@ -340,7 +346,7 @@ class Checkout:
                     ui.debug(b" %s: %s -> g\n" % (f, msg))
                     if verbose:
                         ui.note(_(b"getting %s\n") % f)
-                    self.get_one(f, flags, fctx)
+                    self.get_one(f, flags)
                     if i == 100:
                         yield False, (i, f)
                         i = 0
@@ -361,7 +367,7 @@ class Checkout:
         self.summarize()
         yield True, self.filedata if wantfiledata else {}
 
-    def get_one(self, f, flags, fctx):
+    def get_one(self, f, flags):
         """audit ``f``, read its data, and write it, here or on a writer"""
         if self.cancelled.is_set():
             # a writer failed: its failure, before one more file is read
@@ -374,13 +380,13 @@ class Checkout:
             start = self.clock()
             wfctx = self.wctx[f]
             wfctx.clearunknown()
-            size = wfctx.write(fctx(f).data(), flags)
+            size = wfctx.write(self.reads.take(f), flags)
             st = wfctx.lstat()
             self.filedata[f] = (st.st_mode, size, timestamp.mtime_of(st))
             self.book.mine()['core'].add(self.clock() - start, size)
             return
         self.audit(f)  # what clearunknown() begins with
-        data = self.repo.wwritedata(f, fctx(f).data())
+        data = self.repo.wwritedata(f, self.reads.take(f))
         item = CheckoutFile(self, f, wvfs.join(f), data, b'x' in flags)
         if self.policy.deferring and self._hand_over(item):
             return
@@ -428,6 +434,8 @@ class Checkout:
             self.cancelled.set()
         closer = self.writers.closer
         try:
+            if self.reads is not None:
+                self.reads.stop()
             while closer is not None and not closer.finished:
                 try:
                     # abandoned: unwinding from an interrupt its consumer
@@ -455,7 +463,12 @@ class Checkout:
             peakheld=self.budget.peak,
             dirs_created=self.directories.created,
             dirs_existing=self.directories.existing,
-            ops=dict(self.book.merged(), mkdir=self.directories.stat),
+            readers=self.reads.started,
+            peakread=self.reads.peakheld,
+            ops=dict(
+                self.book.merged(), mkdir=self.directories.stat,
+                read=self.reads.reads, **{'read-wait': self.reads.waits}
+            ),
         ))
 
     # any thread ---------------------------------------------------------

@@ -30,8 +30,17 @@ from ..shared import messages, report as reportmod, settings
 # thread that ran them: made, written, closed on the applying thread or
 # on a writer thread, stat'ed; and files written by core's own steps
 # (symbolic links, files with something in the way).  mkdir is counted by
-# directories.Directories.
+# directories.Directories; the store's reads, and the applying thread's
+# waits for one read ahead, by readahead.StoreReads.
 OPERATIONS = ('open', 'write', 'close', 'close-written', 'stat', 'core')
+READS = ('read', 'read-wait')
+# what a checkout's time in flight is made of: the store read, the
+# directories made, the files made, written, closed and stat'ed
+IN_FLIGHT = (
+    ('reads', ('read',)),
+    ('directories', ('mkdir',)),
+    ('files', ('open', 'write', 'close', 'close-written', 'stat', 'core')),
+)
 
 # the repository attribute that holds the running update's Gathering
 _GATHERING = '_backgroundclose_checkout'
@@ -45,8 +54,8 @@ _LENGTH = struct.Struct('>I')
 class Figures:
     """what one checkout (or several, merged) did"""
 
-    FIELDS = ('files', 'seconds', 'threads', 'peakheld', 'dirs_created',
-              'dirs_existing', 'declined')
+    FIELDS = ('files', 'seconds', 'threads', 'readers', 'peakheld', 'peakread',
+              'dirs_created', 'dirs_existing', 'declined')
 
     def __init__(self, ops, workers=1, **fields):
         self.ops = ops  # name -> engine.OpStat (OPERATIONS and 'mkdir')
@@ -63,6 +72,17 @@ class Figures:
     def bytes(self):
         return sum(self.ops[name].bytes for name in ('write', 'core')
                    if name in self.ops)
+
+    def in_flight(self):
+        """(name, steps on average in flight) of IN_FLIGHT: the time
+        spent in them over the checkout's time (Little's law; summed over
+        the threads and workers that ran them), where timed"""
+        seconds = self.seconds
+        return [
+            (name, sum(self.ops[op].seconds for op in ops if op in self.ops)
+             / seconds if seconds > 0 else 0.0)
+            for name, ops in IN_FLIGHT
+        ]
 
     def encode(self):
         """bytes for the file: plain numbers only"""
@@ -91,7 +111,7 @@ class Figures:
         for figures in many:
             for name, stat in figures.ops.items():
                 ops.setdefault(name, engine.OpStat()).merge(stat)
-        for name in OPERATIONS + ('mkdir',):
+        for name in OPERATIONS + READS + ('mkdir',):
             ops.setdefault(name, engine.OpStat())
         fields = {
             name: sum(getattr(f, name) for f in many)

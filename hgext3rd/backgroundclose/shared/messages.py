@@ -206,10 +206,18 @@ def summarize_checkout(ui, figures):
         extra += b' in %d workers' % figures.workers
     if figures.declined:
         extra += b', %d files left to core' % figures.declined
-    if threads:
+    if threads or figures.readers:
+        readers = b''
+        if figures.readers:
+            readers = b', the store read ahead by %d threads' % (
+                figures.readers)
         ui.debug(
             b'backgroundclose: %d checkout files, %d written by %d '
-            b'writer threads%s\n' % (figures.files, written, threads, extra)
+            b'writer threads%s%s; in flight on average: %s\n' % (
+                figures.files, written, threads, readers, extra,
+                b', '.join(b'%.1f %s' % (count, name.encode('ascii'))
+                           for name, count in figures.in_flight()),
+            )
         )
     report_unowned(ui)
     _log(

@@ -54,6 +54,8 @@ _LABELS = {
     'close-written': _(b'close, writers'),
     'close': _(b'close, applier'),
     'close-background': _(b'close, threads'),
+    'read': _(b'store read'),
+    'read-wait': _(b'read wait'),
 }
 
 
@@ -188,9 +190,10 @@ def write_optable(ui, rows):
 
 
 # the checkout's rows (checkout/summary.py), in table order; core's steps
-# only where a file took them
-CHECKOUT_OPERATIONS = ('mkdir', 'open', 'write', 'close', 'close-written',
-                       'stat', 'core')
+# and the waits for a read ahead only where there were some
+CHECKOUT_OPERATIONS = ('read', 'read-wait', 'mkdir', 'open', 'write',
+                       'close', 'close-written', 'stat', 'core')
+_CHECKOUT_IF_ANY = ('read-wait', 'core')
 
 
 def write_checkout_text(ui, figures):
@@ -211,9 +214,23 @@ def write_checkout_text(ui, figures):
         [
             (_LABELS[name], ops[name])
             for name in CHECKOUT_OPERATIONS
-            if name != 'core' or ops[name].count
+            if name not in _CHECKOUT_IF_ANY or ops[name].count
         ],
     )
+    if any(ops[name].seconds for name in CHECKOUT_OPERATIONS):
+        ui.write(
+            _(b'  in flight on average: %s\n')
+            % b', '.join(
+                b'%.1f %s' % (count, _IN_FLIGHT_LABELS[name])
+                for name, count in figures.in_flight()
+            )
+        )
+    if figures.readers:
+        ui.write(
+            _(b'  readers: %d threads read the store ahead (at most %s '
+              b'held)\n')
+            % (figures.readers, util.bytecount(figures.peakread))
+        )
     if figures.dirs_created or figures.dirs_existing:
         ui.write(
             _(b'  directories: %d made, %d found existing\n')
@@ -253,12 +270,24 @@ def _checkout_dict(figures):
         b'workers': figures.workers,
         b'left-to-core': figures.declined,
         b'writers': figures.threads,
+        b'readers': figures.readers,
+        b'in-flight': {
+            name.encode('ascii'): count
+            for name, count in figures.in_flight()
+        },
         b'written-by-writers': figures.ops['close-written'].count,
         b'peak-held': figures.peakheld,
         b'dirs-made': figures.dirs_created,
         b'dirs-existing': figures.dirs_existing,
         b'ops': _ops_dict(figures.ops.items()),
     }
+
+
+_IN_FLIGHT_LABELS = {
+    'reads': _(b'store reads'),
+    'directories': _(b'directories'),
+    'files': _(b'files'),
+}
 
 
 def show_checkout(ui, figures):
