@@ -29,7 +29,8 @@ UNSUPPORTED ?= 6.4.5
 	test-unsupported test-python soak soak-interrupts test-upstream \
 	test-upstream-oldest \
 	test-upstream-ci realfs-deps \
-	bench bench-all bench-policy bench-realfs bench-full bench-cg bench-releases \
+	bench bench-all bench-policy bench-realfs bench-netfs bench-full bench-cg \
+	bench-releases \
 	bench-count \
 	bench-count-commands
 
@@ -248,7 +249,8 @@ bench: $(STAMP) $(SHIM)
 
 # sshfs and openssh-server for tests/test-sshfs.t and make bench-realfs,
 # and libfuse 3's headers for the case-insensitive file system of
-# tests/test-caseless.t, installed with apt-get where missing (root only);
+# tests/test-caseless.t and the round-trip model of tests/test-rttfs.t,
+# installed with apt-get where missing (root only);
 # without them those tests are skipped, with the reason: `python3
 # bench/sshfs.py --check`, `python3 bench/caseless.py --check`
 realfs-deps:
@@ -284,6 +286,18 @@ bench-realfs: $(STAMP) $(SHIM)
 		--operations v1-apply,v2-ssh,v3-unbundle,clone-ssh,update \
 		--configs core,core-parallel,ext-adaptive,ext-inline,ext-nowriters,ext-plain \
 		--name realfs
+	@$(MAKE) --no-print-directory bench-netfs
+
+# a network home directory, modelled: every request of the file system
+# waits a round trip (bench/rttfs.c, FUSE), 0.2 and 1 ms, many at once;
+# 2,000 files: store clone, whole clone, update from null and a pull of
+# 1,000 revisions, core against the extension, with each row's
+# Little's-law floor; some 25 minutes.  FUSE's headers are installed with
+# apt-get where missing
+bench-netfs: $(STAMP)
+	$(PYTHON) bench/caseless.py --install || { $(PYTHON) bench/rttfs.py --check; exit 1; }
+	$(BIN)/python bench/netfs.py --hg $(BIN)/hg --files 2000 --revisions 1000 \
+		--roundtrips 200,1000 --rounds 3 --name netfs
 
 # a mozilla-central-sized repository (about 230,000 files), with a file
 # system that turns slow at 25, 50 and 75% of the files: some two and a half

@@ -27,8 +27,8 @@ from ..shared import seams
 # the most reader threads: enough for the round trips of a store read
 # (four or five) to overlap with a writer's, never one per file
 MOST_THREADS = 16
-# the most bytes read ahead and not taken yet (one file larger than this
-# is read alone)
+# the most bytes read ahead and not taken yet, but for the file the
+# applying thread takes next (one larger than this is read alone)
 HELD = 16 << 20
 
 # what a read runs through, each core's own or no read ahead: the
@@ -97,6 +97,7 @@ class StoreReads:
         self._held = 0  # bytes read and not taken yet
         self._cond = threading.Condition(threading.Lock())
         self._threads = []
+        self._began = False  # readers started (or tried)
         self.started = 0  # reader threads started in all
         self._stopping = False
         # the reads, wherever they ran, and the applying thread's waits
@@ -112,6 +113,9 @@ class StoreReads:
         reader; a read that failed raises its failure here"""
         position = self._next
         self._next += 1
+        if self._policy.deferring and not self._began:
+            # background asked for: from this file on
+            self._start(position)
         if self._threads:
             return self._take_ahead(name, position)
         how = self._policy.time_next()
@@ -122,7 +126,7 @@ class StoreReads:
             data, wall, cpu, blocked = engine.timed_call(
                 how, self._read_here, name)
             if self._policy.learn(wall, cpu, blocked):
-                self._start()
+                self._start(self._next)
         duration = self._clock() - start
         with self._cond:  # (readers may count theirs by now)
             self.reads.add(duration, len(data))
@@ -172,12 +176,14 @@ class StoreReads:
                 self._queued.extend(fresh)
                 self._cond.notify_all()
 
-    def _start(self):
-        """read ahead from the next file on: two readers, more while the
-        applying thread still waits for them"""
-        self._given = self._next
-        self._spawn()
-        self._spawn()
+    def _start(self, position):
+        """read ahead from ``position`` on: two readers, more while the
+        applying thread still waits for them.  Once: where no thread
+        starts, the applying thread reads on by itself."""
+        self._began = True
+        self._given = position
+        for _ in range(min(2, MOST_THREADS)):
+            self._spawn()
 
     def _grow(self):
         """the applying thread waits for a read: one more reader, within
@@ -190,9 +196,9 @@ class StoreReads:
             target=self._reader, name='backgroundclose-read', daemon=True)
         try:
             thread.start()
-        except RuntimeError:  # no thread to be had: the ones there do
-            if not self._threads:
-                raise
+        except RuntimeError:
+            # no thread to be had (a process limit): those there read,
+            # or with none the applying thread itself
             return
         self._threads.append(thread)
         self.started += 1
@@ -219,10 +225,7 @@ class StoreReads:
         cond = self._cond
         while True:
             with cond:
-                while not self._stopping and (
-                        not self._queued
-                        or (self._held >= HELD and self._held > 0
-                            and self._queued[0] is not self._slots[0])):
+                while not self._stopping and not self._queued:
                     cond.wait()
                 if self._stopping:
                     return
@@ -230,7 +233,7 @@ class StoreReads:
             start = self._clock()
             data = error = None
             try:
-                data = self._read(slot.name, slot.node)
+                data = self._read_held(slot)
             except BaseException as exc:
                 error = exc
             duration = self._clock() - start
@@ -239,16 +242,40 @@ class StoreReads:
                     return
                 slot.data, slot.error, slot.done = data, error, True
                 if data is not None:
-                    self._held += len(data)
-                    self.peakheld = max(self.peakheld, self._held)
                     self.reads.add(duration, len(data))
                 cond.notify_all()
             data = error = None
 
-    def _read(self, name, node):
-        """on a reader: core's read of ``name`` at ``node`` (looked up on
-        the applying thread), on a filelog of its own"""
-        return self._mctx.filectx(name, fileid=node).data()
+    def _read_held(self, slot):
+        """``slot``'s data, its size counted as held from before the read
+        (the filelog's index says it): a reader waits while reading it
+        would hold more than ``HELD``, unless the applying thread takes
+        this very file next (so at most ``HELD`` and that one file are
+        held; a file larger than ``HELD`` is read when it is next)"""
+        fctx = self._mctx.filectx(slot.name, fileid=slot.node)
+        try:
+            size = fctx.size()
+        except Exception:
+            size = 0  # the read says what is wrong, in core's words
+        cond = self._cond
+        with cond:
+            while (not self._stopping and self._held + size > HELD
+                   and slot is not self._slots[0]):
+                cond.wait()
+            if self._stopping:
+                return None
+            self._held += size
+        data = None
+        try:
+            data = fctx.data()
+            return data
+        finally:
+            with cond:
+                if not self._stopping:
+                    # what it holds: the data, not the size guessed
+                    self._held += (len(data) if data is not None else 0) - size
+                    self.peakheld = max(self.peakheld, self._held)
+                    cond.notify_all()
 
     def _read_here(self, name):
         """on the applying thread: core's own read, as its batchget
