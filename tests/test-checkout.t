@@ -67,7 +67,7 @@ forth, to the null revision and from it:
   $ hg clone -q src forked
   $ hg clone -q src single --config worker.enabled=false --debug \
   >   | grep '^backgroundclose:'
-  backgroundclose: 405 checkout files, 403 written by * writer threads; in flight on average: * reads, * directories, * files (glob)
+  backgroundclose: 405 checkout files, 403 written by * writer threads, the store read ahead by * threads; in flight on average: * reads, * directories, * files (glob)
   $ same forked
   forked: as core
   $ same single
@@ -89,13 +89,14 @@ are the symbolic links:
   $ hg -R forked update -q null
   $ hg -R forked update tip --debug --config worker.numcpus=4 \
   >   | grep '^backgroundclose:'
-  backgroundclose: 405 checkout files, 403 written by * writer threads in 4 workers; in flight on average: * reads, * directories, * files (glob)
+  backgroundclose: 405 checkout files, 403 written by * writer threads, the store read ahead by * threads in 4 workers; in flight on average: * reads, * directories, * files (glob)
   $ hg -R forked update -q null
   $ hg -R forked update tip --config worker.backgroundclosereport=true \
   >   --config worker.numcpus=3
   checkout: 405 files, * in * (glob)
     operation             count       total        mean         max
     store read              405 * (glob)
+    read wait * (glob)
     mkdir * (glob)
     open                    403 * (glob)
     write                   403 * (glob)
@@ -104,6 +105,7 @@ are the symbolic links:
     stat                    403 * (glob)
     core's steps              2 * (glob)
     in flight on average: * store reads, * directories, * files (glob)
+    readers: * threads read the store ahead (at most * held) (glob)
     directories: * made, * found existing (glob)
     writers: * threads in 3 workers wrote 403 files whole (at most * held) (glob)
   405 files updated, 0 files merged, 0 files removed, 0 files unresolved

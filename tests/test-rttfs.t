@@ -78,8 +78,8 @@ them, as core's:
   $ same core wc
   wc: as core
 
-A read ahead that fails: one filelog damaged, and another gone from the
-store.  Each update aborts as core's does, with core's message, at the
+A read ahead that fails (the writers, and so the readers, started from the
+first file on): one filelog damaged, and another gone from the store.  Each update aborts as core's does, with core's message, at the
 same file: what core wrote before it is all there is (the writers write
 nothing once a read failed), nothing is recorded in the dirstate, no
 thread or descriptor is left, and hg update --clean recovers once the store
@@ -98,7 +98,8 @@ is whole again:
   >   hg -R mnt/core-$repo update --config extensions.backgroundclose=! \
   >     --config worker.enabled=false > core-$repo.out 2>&1; echo "core: exit $?"
   >   python3 "$TESTDIR/interrupt.py" NONE "mnt/$repo/.hg/store" 0 -- \
-  >     -R "mnt/$repo" update --config worker.enabled=false > $repo.out 2>&1
+  >     -R "mnt/$repo" update --config worker.enabled=false \
+  >     --config worker.backgroundclosewrites=true > $repo.out 2>&1
   >   diff <(sed "s/core-$repo/$repo/g" core-$repo.out) \
   >     <(grep -v '^[a-z ]*: True$\|^exit ' $repo.out)
   >   grep '^exit \|: True$' $repo.out

@@ -82,10 +82,14 @@ class Store:
 
 
 class _FileCtx:
+    """made as a release's filectx that takes no node: readahead's
+    file_context() gives it its node (``_filenode``) on the applying
+    thread"""
+
     def __init__(self, store, name, fileid):
         self._store = store
         self._name = name
-        self._fileid = fileid
+        self.fileid = fileid
 
     def size(self):
         """what core's filectx.size() gives: from the filelog's index,
@@ -96,7 +100,7 @@ class _FileCtx:
         store, name = self._store, self._name
         with store.lock:
             store.reads.append((name, threading.current_thread(),
-                                self._fileid))
+                                vars(self).get('_filenode', self.fileid)))
             store.inflight += 1
         try:
             seconds = store.sleep(name)
@@ -153,9 +157,17 @@ def checkout(store, names, mode, ahead=True, pause=0.0, during=None):
                     time.sleep(pause)
         finally:
             reads.stop()
+            assert reads.join() is None
         return reads, taken, threading.current_thread()
 
     return within(HUNG, apply)
+
+
+@pytest.fixture(autouse=True)
+def sizes_from_the_fake(monkeypatch):
+    """the size a reader counts before its read: the fake's, where
+    readahead asks the filelog's index"""
+    monkeypatch.setattr(readahead, 'stored_size', lambda fctx: fctx.size())
 
 
 @pytest.fixture(autouse=True)
@@ -203,12 +215,16 @@ def test_reads_ahead_give_each_take_its_own_data_in_order():
     _in_order_from_readers(engine.ADAPTIVE)
 
 
-def test_background_mode_reads_ahead_from_the_first_file():
-    """In background mode, with core's read path (ahead=True), the files
-    are read ahead on reader threads from the first on, and each take
-    still gets its own data in order; stop() leaves no reader alive."""
+def test_background_mode_reads_ahead_from_the_second_file():
+    """In background mode, with core's read path (ahead=True), the first
+    file is read by the applying thread (which fills the repository's
+    caches a read starts with, before two threads could) and the files
+    after it are read ahead on reader threads, each take still getting
+    its own data in order; stop() leaves no reader alive."""
     store = _in_order_from_readers(engine.BACKGROUND)
-    assert store.read_by()[names_of(300)[1]].name == READER
+    names = names_of(300)
+    assert store.read_by()[names[0]].name == 'applying'
+    assert store.read_by()[names[1]].name == READER
 
 
 # 2. ---------------------------------------------------------------------
@@ -293,6 +309,7 @@ def test_a_read_that_fails_raises_its_failure_at_its_file(failure, where):
                 taken.append(reads.take(name))
         finally:
             reads.stop()
+            assert reads.join() is None
 
     with pytest.raises(type(exc)) as raised:
         within(HUNG, apply)
@@ -378,6 +395,7 @@ def test_stop_halfway_joins_the_readers_in_their_reads():
             assert true_by(time.monotonic() + 1, lambda: store.inflight > 0)
         finally:
             reads.stop()
+            assert reads.join() is None
         seen['alive'] = readers_alive()
         seen['inflight'] = store.inflight
 
@@ -408,3 +426,84 @@ def test_no_more_readers_than_most_threads(monkeypatch):
     assert reads.started == 3
     assert len(store.readers()) <= 3
     assert max(most) <= 3
+
+
+# 8. the teardown -----------------------------------------------------------
+
+def test_join_after_an_interrupt_leaves_a_hung_read_after_the_grace(
+        monkeypatch):
+    """A reader in a read that does not return (a network file system
+    that stopped answering): after an interrupt, join() waits GRACE
+    seconds for it, no more, and leaves it to end by itself."""
+    monkeypatch.setattr(readahead, 'GRACE', 0.2)
+    names = names_of(20)
+    release = threading.Event()
+    entered = threading.Event()
+
+    class Hanging(Store):
+        def filectx(self, name, fileid=None):
+            fctx = _FileCtx(self, name, fileid)
+            if name == names[5]:
+                real = fctx.data
+
+                def data():
+                    entered.set()
+                    release.wait(10)
+                    return real()
+                fctx.data = data
+            return fctx
+
+    hung = Hanging(sleep=lambda name: 0.002)
+    reads = readahead.StoreReads(
+        hung, names, engine.BACKGROUND, True, time.perf_counter)
+    for name in names[:5]:
+        assert reads.take(name) == hung.data_of(name)
+    assert entered.wait(2)
+    reads.stop()
+    start = time.monotonic()
+    assert reads.join(interrupted=True) is None
+    assert time.monotonic() - start < 2
+    assert readers_alive()  # the one in its read, left
+    release.set()
+    assert true_by(time.monotonic() + 5, lambda: not readers_alive())
+
+
+def test_an_interrupt_while_readers_are_joined_is_returned_and_they_joined(
+        monkeypatch):
+    """A Ctrl-C while join() waits for a reader is kept and returned, for
+    the teardown to raise (or not, abandoned), and the readers are joined
+    all the same within the grace period: none is left behind."""
+    names = names_of(40)
+    store = Store(sleep=lambda name: 0.01)
+    reads = readahead.StoreReads(
+        store, names, engine.BACKGROUND, True, time.perf_counter)
+    for name in names[:10]:
+        reads.take(name)
+    assert reads.started >= 2
+    real = threading.Thread.join
+    raised = []
+
+    def join(thread, timeout=None):
+        if not raised:
+            raised.append(True)
+            raise KeyboardInterrupt
+        return real(thread, timeout)
+
+    monkeypatch.setattr(threading.Thread, 'join', join)
+    reads.stop()
+    caught = reads.join()
+    monkeypatch.setattr(threading.Thread, 'join', real)
+    assert isinstance(caught, KeyboardInterrupt)
+    assert readers_alive() == []
+
+
+def test_lfs_s_flag_processor_on_the_store_keeps_reads_to_core(tmp_path):
+    """lfs registers its flag processor with the repository's store
+    options, not core's global table: the read path is then not core's,
+    and nothing is read ahead"""
+    from mercurial import hg, ui as uimod
+    ui = uimod.ui.load()
+    repo = hg.repository(ui, bytes(tmp_path / 'r'), create=True)
+    assert readahead.core_s_read_path(repo, repo[b'.'])
+    repo.svfs.options[b'flagprocessors'] = {1 << 13: (None, None, None)}
+    assert not readahead.core_s_read_path(repo, repo[b'.'])

@@ -433,9 +433,11 @@ class Checkout:
         if failing:
             self.cancelled.set()
         closer = self.writers.closer
+        reads = self.reads
+        interrupted = failing
         try:
-            if self.reads is not None:
-                self.reads.stop()
+            if reads is not None:
+                reads.stop()  # never waits: joined last
             while closer is not None and not closer.finished:
                 try:
                     # abandoned: unwinding from an interrupt its consumer
@@ -446,11 +448,19 @@ class Checkout:
                         interrupted=abandoned,
                     )
                 except (KeyboardInterrupt, SystemExit):
+                    interrupted = True
                     if not abandoned:
                         raise
         finally:
-            while self.owned:
-                engine.close_quietly(self.owned.pop())
+            try:
+                # the readers end after the read each is in: after an
+                # interrupt, within the closer's grace period
+                caught = reads.join(interrupted) if reads else None
+                if caught is not None and not abandoned:
+                    raise caught
+            finally:
+                while self.owned:
+                    engine.close_quietly(self.owned.pop())
 
     def summarize(self):
         """this process's figures, to the update that forked it (or ran

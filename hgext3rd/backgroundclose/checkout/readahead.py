@@ -16,17 +16,21 @@ core's would.  See docs/design.rst, "The checkout".
 
 import collections
 import threading
+import time
 
 from mercurial import context, filelog, localrepo
 from mercurial.revlogutils import flagutil
 
 from .. import engine
-from ..engine import writepolicy as writepolicymod
+from ..engine import threads as threadsmod, writepolicy as writepolicymod
 from ..shared import seams
 
 # the most reader threads: enough for the round trips of a store read
 # (four or five) to overlap with a writer's, never one per file
 MOST_THREADS = 16
+# after an interrupt, how long the teardown waits for readers still in a
+# read (a network file system that stopped answering): the closer's grace
+GRACE = engine.Closer.GRACE
 # the most bytes read ahead and not taken yet, but for the file the
 # applying thread takes next (one larger than this is read alone)
 HELD = 16 << 20
@@ -48,8 +52,10 @@ def core_s_read_path(repo, mctx):
     code, which reads the store and nothing else: no flag processor of
     another extension's (lfs reads its blobs elsewhere, from a network),
     and no function on the way wrapped or overridden"""
-    if any(processor is not None
-           for processor in flagutil.flagprocessors.values()):
+    registered = getattr(repo.svfs, 'options', {}).get(b'flagprocessors')
+    if registered or any(processor is not None
+                         for processor in flagutil.flagprocessors.values()):
+        # (lfs registers its processor with the repository's store)
         return False
     objects = (repo.unfiltered(), mctx, None, None)
     for obj, (cls, name) in zip(objects, _READ_PATH):
@@ -63,14 +69,37 @@ def core_s_read_path(repo, mctx):
     return True
 
 
+def stored_size(fctx):
+    """the size the filelog's index gives for ``fctx``'s revision (its
+    text as stored, with any copy metadata: no less than its data), read
+    without its data; 0 if that fails (the read then says why)"""
+    try:
+        fl = fctx._filelog
+        return max(0, fl._revlog.rawsize(fl.rev(fctx._filenode)))
+    except Exception:
+        return 0
+
+
+def file_context(mctx, name):
+    """on the applying thread: ``name``'s file context, made as core's
+    batchget makes it (``mctx.filectx(name)``), its node looked up in the
+    manifest here where the context would look it up later (releases
+    whose context takes no node): its read then touches only the store"""
+    fctx = mctx.filectx(name)
+    if '_fileid' not in vars(fctx):
+        fctx._filenode = mctx.filenode(name)
+    return fctx
+
+
 class _Slot:
-    """one file to read: its name and node, then its data or failure"""
+    """one file to read: its name and context, then its data or
+    failure"""
 
-    __slots__ = ('name', 'node', 'data', 'error', 'done')
+    __slots__ = ('name', 'fctx', 'data', 'error', 'done')
 
-    def __init__(self, name, node):
+    def __init__(self, name, fctx):
         self.name = name
-        self.node = node
+        self.fctx = fctx
         self.data = None
         self.error = None
         self.done = False
@@ -80,9 +109,9 @@ class StoreReads:
     """the data of ``names`` (a checkout's paths, in its order) from
     ``mctx``'s store, taken one after the other by the applying thread
     (``take``).  ``mode``: the writers' (adaptive: read ahead once reads
-    wait; background: from the first file; inline: never).  ``ahead``:
-    whether another extension leaves the read path to core.  ``stop()``,
-    from the checkout's teardown, joins the readers."""
+    wait; background: from the second file; inline: never).  ``ahead``:
+    whether another extension leaves the read path to core.  The
+    checkout's teardown calls ``stop()`` first, then ``join()``."""
 
     def __init__(self, mctx, names, mode, ahead, clock):
         self._mctx = mctx
@@ -94,7 +123,7 @@ class StoreReads:
         self._slots = collections.deque()  # given to readers, in order
         self._queued = collections.deque()  # of those, not read yet
         self._given = 0  # positions given to readers so far
-        self._held = 0  # bytes read and not taken yet
+        self._held = 0  # bytes read, or being read, and not taken yet
         self._cond = threading.Condition(threading.Lock())
         self._threads = []
         self._began = False  # readers started (or tried)
@@ -113,11 +142,13 @@ class StoreReads:
         reader; a read that failed raises its failure here"""
         position = self._next
         self._next += 1
-        if self._policy.deferring and not self._began:
-            # background asked for: from this file on
+        if self._policy.deferring and not self._began and position:
+            # background asked for: from the second file on (the first,
+            # read here, fills the repository's caches a read starts
+            # with, which core never fills from two threads at once)
             self._start(position)
         if self._threads:
-            return self._take_ahead(name, position)
+            return self._take_ahead(name)
         how = self._policy.time_next()
         start = self._clock()
         if how is None:
@@ -132,7 +163,7 @@ class StoreReads:
             self.reads.add(duration, len(data))
         return data
 
-    def _take_ahead(self, name, position):
+    def _take_ahead(self, name):
         self._give()
         cond = self._cond
         with cond:
@@ -147,10 +178,11 @@ class StoreReads:
                 self.waits.add(self._clock() - start)
             self._slots.popleft()
             data, error = slot.data, slot.error
-            slot.data = slot.error = None
+            slot.data = slot.error = slot.fctx = None
             if data is not None:
                 self._held -= len(data)
-                cond.notify_all()
+            # a reader may wait for room, or for this file to be taken
+            cond.notify_all()
         if error is not None:
             try:
                 raise error
@@ -160,20 +192,26 @@ class StoreReads:
 
     def _give(self):
         """the readers given the files they may read next, each with its
-        node from the manifest (read here, not on their threads): a few a
-        thread"""
+        file context (made here, the manifest looked up here, never on
+        their threads): a few a thread.  A lookup that fails is that
+        file's failure, at its turn."""
         want = self._next - 1 + 4 * len(self._threads)
         names = self._names
         mctx = self._mctx
         fresh = []
         while self._given < len(names) and self._given <= want:
             name = names[self._given]
-            fresh.append(_Slot(name, mctx.filenode(name)))
             self._given += 1
+            try:
+                slot = _Slot(name, file_context(mctx, name))
+            except Exception as exc:
+                slot = _Slot(name, None)
+                slot.error, slot.done = exc, True
+            fresh.append(slot)
         if fresh:
             with self._cond:
                 self._slots.extend(fresh)
-                self._queued.extend(fresh)
+                self._queued.extend(s for s in fresh if not s.done)
                 self._cond.notify_all()
 
     def _start(self, position):
@@ -194,34 +232,63 @@ class StoreReads:
     def _spawn(self):
         thread = threading.Thread(
             target=self._reader, name='backgroundclose-read', daemon=True)
+        # listed before it starts: an interrupt between the two leaves no
+        # reader that join() does not know of
+        self._threads.append(thread)
         try:
             thread.start()
         except RuntimeError:
             # no thread to be had (a process limit): those there read,
             # or with none the applying thread itself
+            self._threads.remove(thread)
             return
-        self._threads.append(thread)
         self.started += 1
 
     def stop(self):
-        """the one teardown, from the checkout's: the readers told to
-        read nothing more, then joined (each ends after the read it is
-        in).  A second interrupt while they are joined leaves them to end
-        by themselves: each holds only its own filelog's files, which its
-        read closes on its way out."""
+        """the teardown's first step, which never waits: the readers told
+        to read nothing more, and what they read and was not taken let
+        go"""
         with self._cond:
             self._stopping = True
+            for slot in self._slots:
+                slot.data = slot.error = slot.fctx = None
             self._queued.clear()
             self._slots.clear()
             self._held = 0
             self._cond.notify_all()
+
+    def join(self, interrupted=False):
+        """the teardown's last step: every reader joined; each ends after
+        the read it is in.  An interrupt while they are joined is kept and
+        returned (the caller raises it, or not); after one (or if
+        ``interrupted`` already), a reader still in its read after
+        ``GRACE`` seconds is left to end by itself: it holds no
+        descriptor past its read, which closes its files on its way out.
+        None if nothing interrupted."""
+        caught = None
+        deadline = time.monotonic() + GRACE if interrupted else None
         threads, self._threads = self._threads, []
         for thread in threads:
-            thread.join()
+            while thread.is_alive():
+                timeout = None
+                if deadline is not None:
+                    timeout = deadline - time.monotonic()
+                    if timeout <= 0:
+                        break
+                try:
+                    thread.join(timeout)
+                except (KeyboardInterrupt, SystemExit) as exc:
+                    if caught is None:
+                        caught = exc
+                    if deadline is None:
+                        deadline = time.monotonic() + GRACE
+        return caught
 
     # reader threads -------------------------------------------------------
 
     def _reader(self):
+        # a Ctrl-C is the main thread's, never a read's in progress here
+        threadsmod.block_worker_signals()
         cond = self._cond
         while True:
             with cond:
@@ -230,52 +297,55 @@ class StoreReads:
                 if self._stopping:
                     return
                 slot = self._queued.popleft()
-            start = self._clock()
-            data = error = None
-            try:
-                data = self._read_held(slot)
-            except BaseException as exc:
-                error = exc
-            duration = self._clock() - start
+            data, error, duration = self._read_held(slot)
             with cond:
                 if self._stopping:
                     return
                 slot.data, slot.error, slot.done = data, error, True
+                # its filelog (and the text its cache keeps) let go
+                slot.fctx = None
                 if data is not None:
                     self.reads.add(duration, len(data))
                 cond.notify_all()
-            data = error = None
+            data = error = slot = None
 
     def _read_held(self, slot):
-        """``slot``'s data, its size counted as held from before the read
-        (the filelog's index says it): a reader waits while reading it
-        would hold more than ``HELD``, unless the applying thread takes
-        this very file next (so at most ``HELD`` and that one file are
-        held; a file larger than ``HELD`` is read when it is next)"""
-        fctx = self._mctx.filectx(slot.name, fileid=slot.node)
+        """``slot``'s (data, failure, seconds the read took), its size
+        counted as held from before the read (the filelog's index says
+        it): a reader waits while reading it would hold more than
+        ``HELD``, unless the applying thread takes this very file next
+        (so at most ``HELD`` and that one file are held; a file larger
+        than ``HELD`` is read when it is next).  A failure keeps no frame
+        of this thread's but this one's, whose locals are let go."""
+        fctx = slot.fctx
         try:
-            size = fctx.size()
-        except Exception:
-            size = 0  # the read says what is wrong, in core's words
-        cond = self._cond
-        with cond:
-            while (not self._stopping and self._held + size > HELD
-                   and slot is not self._slots[0]):
-                cond.wait()
-            if self._stopping:
-                return None
-            self._held += size
-        data = None
-        try:
-            data = fctx.data()
-            return data
-        finally:
+            size = stored_size(fctx)
+            cond = self._cond
             with cond:
-                if not self._stopping:
-                    # what it holds: the data, not the size guessed
-                    self._held += (len(data) if data is not None else 0) - size
-                    self.peakheld = max(self.peakheld, self._held)
-                    cond.notify_all()
+                while (not self._stopping and self._held + size > HELD
+                       and slot is not self._slots[0]):
+                    cond.wait()
+                if self._stopping:
+                    return None, None, 0.0
+                self._held += size
+            start = self._clock()
+            data = None
+            try:
+                data = fctx.data()
+            finally:
+                duration = self._clock() - start
+                with cond:
+                    if not self._stopping:
+                        # what it holds: the data, not the size guessed
+                        self._held += (
+                            len(data) if data is not None else 0) - size
+                        self.peakheld = max(self.peakheld, self._held)
+                        cond.notify_all()
+            return data, None, duration
+        except BaseException as exc:
+            return None, exc, 0.0
+        finally:
+            fctx = None
 
     def _read_here(self, name):
         """on the applying thread: core's own read, as its batchget

@@ -118,6 +118,8 @@ class Figures:
             for name in cls.FIELDS
         }
         fields['seconds'] = max(f.seconds for f in many)
+        # each worker's own reads held apart: the most one of them held
+        fields['peakread'] = max(f.peakread for f in many)
         return cls(ops, workers=len(many), **fields)
 
 

@@ -190,10 +190,10 @@ def write_optable(ui, rows):
 
 
 # the checkout's rows (checkout/summary.py), in table order; core's steps
-# and the waits for a read ahead only where there were some
+# only where a file took them, the waits for a read ahead only where
+# readers started
 CHECKOUT_OPERATIONS = ('read', 'read-wait', 'mkdir', 'open', 'write',
                        'close', 'close-written', 'stat', 'core')
-_CHECKOUT_IF_ANY = ('read-wait', 'core')
 
 
 def write_checkout_text(ui, figures):
@@ -214,7 +214,8 @@ def write_checkout_text(ui, figures):
         [
             (_LABELS[name], ops[name])
             for name in CHECKOUT_OPERATIONS
-            if name not in _CHECKOUT_IF_ANY or ops[name].count
+            if (name != 'core' or ops[name].count)
+            and (name != 'read-wait' or figures.readers)
         ],
     )
     if any(ops[name].seconds for name in CHECKOUT_OPERATIONS):
