@@ -507,3 +507,23 @@ def test_lfs_s_flag_processor_on_the_store_keeps_reads_to_core(tmp_path):
     assert readahead.core_s_read_path(repo, repo[b'.'])
     repo.svfs.options[b'flagprocessors'] = {1 << 13: (None, None, None)}
     assert not readahead.core_s_read_path(repo, repo[b'.'])
+
+
+def test_a_store_on_a_local_file_system_is_not_read_ahead_by_measure(
+        tmp_path, monkeypatch):
+    """adaptive: where the store's file system is a local one (tmpfs,
+    ext4, ...), its reads never wait on a round trip and are read by the
+    applying thread; elsewhere (a FUSE or network file system), or where
+    the type is unknown, the reads' times decide; background and inline
+    as asked"""
+    from mercurial import hg, ui as uimod, util
+    repo = hg.repository(uimod.ui.load(), bytes(tmp_path / 'r'), create=True)
+    for fstype, adaptive in ((b'tmpfs', engine.INLINE),
+                             (b'ext2', engine.INLINE),
+                             (b'fuse.rttfs', engine.ADAPTIVE),
+                             (b'nfs4', engine.ADAPTIVE),
+                             (None, engine.ADAPTIVE)):
+        monkeypatch.setattr(util, 'getfstype', lambda path, t=fstype: t)
+        assert readahead.read_mode(repo, engine.ADAPTIVE) == adaptive
+        assert readahead.read_mode(repo, engine.BACKGROUND) == engine.BACKGROUND
+        assert readahead.read_mode(repo, engine.INLINE) == engine.INLINE

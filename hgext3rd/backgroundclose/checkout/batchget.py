@@ -333,7 +333,8 @@ class Checkout:
         ui = self.ui
         verbose = ui.verbose
         self.reads = readahead.StoreReads(
-            mctx, [f for f, args, msg in actions], settings.writes(ui),
+            mctx, [f for f, args, msg in actions],
+            readahead.read_mode(self.repo, settings.writes(ui)),
             readahead.core_s_read_path(self.repo, mctx), self.clock,
         )
         i = 0

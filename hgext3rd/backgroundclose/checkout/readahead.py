@@ -18,7 +18,7 @@ import collections
 import threading
 import time
 
-from mercurial import context, filelog, localrepo
+from mercurial import context, filelog, localrepo, util
 from mercurial.revlogutils import flagutil
 
 from .. import engine
@@ -45,6 +45,30 @@ _READ_PATH = (
     (context.filectx, 'data'),
     (filelog.filelog, 'read'),
 )
+
+
+# file systems whose reads never wait on the network: a read there that
+# seems to wait (wall time the reading thread did not spend on the CPU)
+# waits for the interpreter's lock, as writer threads close files, which
+# reader threads would only make busier.  Mercurial's own names
+# (util.getfstype; ext2 stands for ext3 and ext4, which share its magic)
+_LOCAL = frozenset((
+    b'apfs', b'btrfs', b'ext2', b'ext3', b'ext4', b'f2fs', b'hfs', b'jfs',
+    b'overlay', b'ramfs', b'reiserfs', b'squashfs', b'tmpfs', b'xfs', b'zfs',
+))
+
+
+def read_mode(repo, mode):
+    """how the store is read for a checkout whose writers are ``mode``:
+    as the writers, but never ahead by measure (adaptive) where the store
+    is on a local file system"""
+    if mode != engine.ADAPTIVE:
+        return mode
+    try:
+        fstype = util.getfstype(repo.svfs.base)
+    except Exception:  # (unknown: the reads' times decide)
+        fstype = None
+    return engine.INLINE if fstype in _LOCAL else mode
 
 
 def core_s_read_path(repo, mctx):
