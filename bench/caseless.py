@@ -21,7 +21,6 @@ is sent SIGTERM, or SECONDS at most.
 import contextlib
 import os
 import shutil
-import signal
 import subprocess
 import sys
 
@@ -84,31 +83,12 @@ def mounted(backing, mountpoint, work):
     os.makedirs(work, exist_ok=True)
     os.makedirs(mountpoint, exist_ok=True)
     program = build(work)
-    previous = signal.signal(signal.SIGTERM, fusemount.on_sigterm)
-    proc = None
-    try:
-        with open(os.path.join(work, 'caseless.log'), 'w') as log:
-            # -f: in the foreground, as this process's child; -s: one
-            # request at a time, which the case lookups need no lock for
-            proc = subprocess.Popen([program, backing, mountpoint, '-f', '-s'],
-                                    stdout=log, stderr=log)
-        if not fusemount.wait_for(lambda: os.path.ismount(mountpoint), 10):
-            raise RuntimeError('caseless did not mount %s (see %s)'
-                               % (mountpoint, log.name))
+    # -f: in the foreground, as this process's child; -s: one request at
+    # a time, which the case lookups need no lock for
+    with fusemount.program_mounted(
+            [program, backing, mountpoint, '-f', '-s'], mountpoint,
+            os.path.join(work, 'caseless.log'), 'caseless'):
         yield mountpoint
-    finally:
-        try:
-            fusemount.unmount(mountpoint)
-        finally:
-            if proc is not None:
-                # unmounted, it exits by itself; else it is told to
-                proc.terminate()
-                try:
-                    proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
-            signal.signal(signal.SIGTERM, previous)
 
 
 def main(argv):

@@ -6,12 +6,14 @@
 # GNU General Public License version 2 or any later version.
 """Holding a FUSE mount for a test, and taking it down whatever ends it.
 
-``sshfs.py`` (sshfs over an OpenSSH server on 127.0.0.1) and
-``caseless.py`` (a case-insensitive file system of our own) each give a
-``mounted()`` context manager; ``command()`` turns one into the
-``--check | --install | --serve`` command line the tests use.
+``sshfs.py`` (sshfs over an OpenSSH server on 127.0.0.1), ``caseless.py``
+(a case-insensitive file system of our own) and ``rttfs.py`` (round trips
+modelled) each give a ``mounted()`` context manager; ``command()`` turns
+one into the ``--check | --install | --serve`` command line the tests use,
+and ``program_mounted()`` holds the mount of a FUSE program of our own.
 """
 
+import contextlib
 import os
 import re
 import signal
@@ -26,6 +28,50 @@ class Terminated(Exception):
 
 def on_sigterm(signum, frame):
     raise Terminated()
+
+
+def exit_with(main):
+    """exit with ``main()``'s status; interrupted or sent SIGTERM (its
+    servers stopped, its mounts and tmpfs undone on the way out), with
+    the shell's status for the signal and no result written"""
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        sys.stderr.write('interrupted: no result written\n')
+        sys.exit(130)
+    except Terminated:
+        sys.stderr.write('terminated: no result written\n')
+        sys.exit(143)
+
+
+@contextlib.contextmanager
+def program_mounted(command, mountpoint, log, name):
+    """``command``, a FUSE program that mounts ``mountpoint`` in the
+    foreground, run as this process's child, its output to ``log``:
+    yields once the mount is there; on the way out, whatever ends the
+    block (SIGTERM too), unmounted and the program ended"""
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    proc = None
+    try:
+        with open(log, 'w') as fp:
+            proc = subprocess.Popen(command, stdout=fp, stderr=fp)
+        if not wait_for(lambda: os.path.ismount(mountpoint), 10):
+            raise RuntimeError('%s did not mount %s (see %s)'
+                               % (name, mountpoint, log))
+        yield
+    finally:
+        try:
+            unmount(mountpoint)
+        finally:
+            if proc is not None:
+                # unmounted, it exits by itself; else it is told to
+                proc.terminate()
+                try:
+                    proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+            signal.signal(signal.SIGTERM, previous)
 
 
 def wait_for(predicate, seconds):

@@ -291,11 +291,4 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:
-        sys.stderr.write('interrupted: no result written\n')
-        sys.exit(130)
-    except fusemount.Terminated:
-        sys.stderr.write('terminated: no result written\n')
-        sys.exit(143)
+    fusemount.exit_with(main)

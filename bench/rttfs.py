@@ -27,7 +27,6 @@ SIGTERM, or SECONDS at most.
 
 import contextlib
 import os
-import signal
 import struct
 import subprocess
 import sys
@@ -99,32 +98,13 @@ def mounted(backing, mountpoint, work, roundtrip_us=None):
     os.makedirs(mountpoint, exist_ok=True)
     program = build(work)
     statsfile = os.path.join(work, 'rttfs.stats')
-    previous = signal.signal(signal.SIGTERM, fusemount.on_sigterm)
-    proc = None
-    try:
-        with open(os.path.join(work, 'rttfs.log'), 'w') as log:
-            # -f: in the foreground, as this process's child; threads
-            # enough that no request waits for one
-            proc = subprocess.Popen(
-                [program, backing, mountpoint, str(roundtrip_us), statsfile,
-                 '-f', '-o', 'max_threads=%d' % THREADS],
-                stdout=log, stderr=log)
-        if not fusemount.wait_for(lambda: os.path.ismount(mountpoint), 10):
-            raise RuntimeError('rttfs did not mount %s (see %s)'
-                               % (mountpoint, log.name))
+    # -f: in the foreground, as this process's child; threads enough that
+    # no request waits for one
+    with fusemount.program_mounted(
+            [program, backing, mountpoint, str(roundtrip_us), statsfile,
+             '-f', '-o', 'max_threads=%d' % THREADS], mountpoint,
+            os.path.join(work, 'rttfs.log'), 'rttfs'):
         yield Mount(mountpoint, roundtrip_us, statsfile)
-    finally:
-        try:
-            fusemount.unmount(mountpoint)
-        finally:
-            if proc is not None:
-                proc.terminate()
-                try:
-                    proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
-            signal.signal(signal.SIGTERM, previous)
 
 
 def main(argv):

@@ -729,12 +729,4 @@ def report_and_save(args, bench, samples, count, size, latencies, on_tmpfs,
 
 
 if __name__ == '__main__':
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:
-        # servers stopped, mounts and tmpfs undone on the way out
-        sys.stderr.write('interrupted: no result written\n')
-        sys.exit(130)
-    except fusemount.Terminated:
-        sys.stderr.write('terminated: no result written\n')
-        sys.exit(143)
+    fusemount.exit_with(main)

@@ -216,9 +216,12 @@ def main(argv):
         status = dispatch.dispatch(request(hgargs))
     except KeyboardInterrupt:
         status = 'KeyboardInterrupt escaped'
-    ended = time.monotonic()
-    finished.set()
-    watcher.join()
+    finally:
+        # whatever escaped (Python then prints it), the watcher ends, and
+        # the process with it
+        ended = time.monotonic()
+        finished.set()
+        watcher.join()
     sys.stdout.flush()
     # no garbage collection first: a descriptor that only a finalizer
     # would close counts as left open

@@ -104,11 +104,11 @@ without them from the null revision:
 
   $ hg -R mnt/forked update 1 --debug --config worker.numcpus=4 \
   >   | grep '^backgroundclose:'
-  backgroundclose: 303 checkout files, 302 written by * writer threads in 4 workers (glob)
+  backgroundclose: 303 checkout files, 302 written by * writer threads* in 4 workers; in flight on average: * (glob)
   $ hg -R mnt/single update -q null
   $ hg -R mnt/single update 1 --debug --config worker.enabled=false \
   >   | grep '^backgroundclose:'
-  backgroundclose: 304 checkout files, 303 written by * writer threads (glob)
+  backgroundclose: 304 checkout files, 303 written by * writer threads*; in flight on average: * (glob)
   $ hg -R mnt/core update -q 1 --config extensions.backgroundclose=!
   $ same forked && same single
   forked: as core

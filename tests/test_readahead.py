@@ -527,3 +527,61 @@ def test_a_store_on_a_local_file_system_is_not_read_ahead_by_measure(
         assert readahead.read_mode(repo, engine.ADAPTIVE) == adaptive
         assert readahead.read_mode(repo, engine.BACKGROUND) == engine.BACKGROUND
         assert readahead.read_mode(repo, engine.INLINE) == engine.INLINE
+
+
+def test_ctrl_c_at_any_moment_of_a_wait_for_a_read_leaves_the_lock_whole(
+        monkeypatch):
+    """Ctrl-C lands wherever the applying thread is as it waits for a
+    read ahead, also as Condition.wait() takes its lock back: the take
+    raises KeyboardInterrupt and nothing else (never 'release unlocked
+    lock'), and the teardown joins every reader.  Many interrupts, at
+    random moments (a handler that raises only while armed, so that the
+    test's own teardown is never cut)."""
+    import signal
+    monkeypatch.setattr(readahead, 'GRACE', 2.0)
+    rng = random.Random(3)
+    names = names_of(400)
+    store = Store(sleep=lambda name: 0.0005)
+    armed = []
+
+    def handler(signum, frame):
+        if armed:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(signal, 'SIGINT', signal.SIGINT)
+    previous = signal.signal(signal.SIGINT, handler)
+    interrupts = errors = 0
+    try:
+        for attempt in range(30):
+            reads = readahead.StoreReads(
+                store, names, engine.BACKGROUND, True, time.perf_counter)
+            stop = threading.Event()
+            delay = rng.uniform(0.001, 0.01)
+
+            def fire():
+                while not stop.wait(delay):
+                    os.kill(os.getpid(), signal.SIGINT)
+
+            firing = threading.Thread(target=fire)
+            armed.append(True)
+            firing.start()
+            try:
+                for name in names:
+                    reads.take(name)
+            except KeyboardInterrupt:
+                interrupts += 1
+            except RuntimeError:
+                errors += 1
+            finally:
+                armed.clear()
+                stop.set()
+                firing.join()
+                reads.stop()
+                # bounded: a lock an interrupt left held would keep a
+                # reader from ever ending
+                assert reads.join(interrupted=True) is None
+                assert readers_alive() == []
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert errors == 0
+    assert interrupts > 20

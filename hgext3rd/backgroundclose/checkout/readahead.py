@@ -28,6 +28,8 @@ from ..shared import seams
 # the most reader threads: enough for the round trips of a store read
 # (four or five) to overlap with a writer's, never one per file
 MOST_THREADS = 16
+# how long a reader waits before it looks again at what it waits for
+_LOOK_AGAIN = 0.1
 # after an interrupt, how long the teardown waits for readers still in a
 # read (a network file system that stopped answering): the closer's grace
 GRACE = engine.Closer.GRACE
@@ -148,7 +150,20 @@ class StoreReads:
         self._queued = collections.deque()  # of those, not read yet
         self._given = 0  # positions given to readers so far
         self._held = 0  # bytes read, or being read, and not taken yet
-        self._cond = threading.Condition(threading.Lock())
+        # The applying thread, which takes Ctrl-C, only ever holds
+        # ``_mutex`` in a ``with`` (a C lock's enter and exit, which no
+        # signal handler can come between) and waits for a read on
+        # ``_wake``, one C call that an interrupt leaves as it was.
+        # Condition.wait() and a Condition's ``with`` run Python code
+        # between taking the lock and giving it back, where a Ctrl-C can
+        # leave it held, or released and then released again.  Readers,
+        # which never take a signal, wait on ``_cond``, and look again
+        # every ``_LOOK_AGAIN`` seconds: a notification an interrupt cut
+        # short costs them that long.
+        self._mutex = threading.Lock()
+        self._cond = threading.Condition(self._mutex)
+        self._wake = threading.Lock()
+        self._wake.acquire()
         self._threads = []
         self._began = False  # readers started (or tried)
         self.started = 0  # reader threads started in all
@@ -183,30 +198,38 @@ class StoreReads:
             if self._policy.learn(wall, cpu, blocked):
                 self._start(self._next)
         duration = self._clock() - start
-        with self._cond:  # (readers may count theirs by now)
+        with self._mutex:  # (readers may count theirs by now)
             self.reads.add(duration, len(data))
         return data
 
     def _take_ahead(self, name):
         self._give()
-        cond = self._cond
-        with cond:
-            slot = self._slots[0]
-            if slot.name != name:  # (the checkout's own order broken)
-                raise RuntimeError('read ahead out of order: %r' % name)
-            if not slot.done:
-                start = self._clock()
-                self._grow()
-                while not slot.done:
-                    cond.wait()
-                self.waits.add(self._clock() - start)
-            self._slots.popleft()
-            data, error = slot.data, slot.error
-            slot.data = slot.error = slot.fctx = None
-            if data is not None:
-                self._held -= len(data)
-            # a reader may wait for room, or for this file to be taken
-            cond.notify_all()
+        mutex = self._mutex
+        waited = None
+        while True:
+            with mutex:
+                slot = self._slots[0]
+                if slot.name != name:  # (the checkout's own order broken)
+                    raise RuntimeError('read ahead out of order: %r' % name)
+                if slot.done:
+                    self._slots.popleft()
+                    data, error = slot.data, slot.error
+                    slot.data = slot.error = slot.fctx = None
+                    if data is not None:
+                        self._held -= len(data)
+                    # a reader may wait for room, or for this file to
+                    # be the next one
+                    self._cond.notify_all()
+                    break
+                if waited is None:
+                    waited = self._clock()
+                    self._grow()
+            # until a reader is done with a file (released before it,
+            # if one was done meanwhile)
+            self._wake.acquire()
+        if waited is not None:
+            with mutex:
+                self.waits.add(self._clock() - waited)
         if error is not None:
             try:
                 raise error
@@ -233,7 +256,7 @@ class StoreReads:
                 slot.error, slot.done = exc, True
             fresh.append(slot)
         if fresh:
-            with self._cond:
+            with self._mutex:
                 self._slots.extend(fresh)
                 self._queued.extend(s for s in fresh if not s.done)
                 self._cond.notify_all()
@@ -272,7 +295,7 @@ class StoreReads:
         """the teardown's first step, which never waits: the readers told
         to read nothing more, and what they read and was not taken let
         go"""
-        with self._cond:
+        with self._mutex:
             self._stopping = True
             for slot in self._slots:
                 slot.data = slot.error = slot.fctx = None
@@ -317,7 +340,7 @@ class StoreReads:
         while True:
             with cond:
                 while not self._stopping and not self._queued:
-                    cond.wait()
+                    cond.wait(_LOOK_AGAIN)
                 if self._stopping:
                     return
                 slot = self._queued.popleft()
@@ -331,6 +354,7 @@ class StoreReads:
                 if data is not None:
                     self.reads.add(duration, len(data))
                 cond.notify_all()
+            self._wake_applier()
             data = error = slot = None
 
     def _read_held(self, slot):
@@ -348,7 +372,7 @@ class StoreReads:
             with cond:
                 while (not self._stopping and self._held + size > HELD
                        and slot is not self._slots[0]):
-                    cond.wait()
+                    cond.wait(_LOOK_AGAIN)
                 if self._stopping:
                     return None, None, 0.0
                 self._held += size
@@ -370,6 +394,14 @@ class StoreReads:
             return None, exc, 0.0
         finally:
             fctx = None
+
+    def _wake_applier(self):
+        """the applying thread woken, if it waits (else told to look
+        once more when it next would)"""
+        try:
+            self._wake.release()
+        except RuntimeError:  # released already, not taken since
+            pass
 
     def _read_here(self, name):
         """on the applying thread: core's own read, as its batchget
