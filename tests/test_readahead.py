@@ -136,7 +136,10 @@ def within(seconds, function, *args):
 
 
 def readers_alive():
-    return [t for t in threading.enumerate() if t.name == READER]
+    """the readers running: not one whose start() an interrupt cut short
+    before it ran, which never will (Python keeps it listed, unstarted)"""
+    return [t for t in threading.enumerate()
+            if t.name == READER and (t.is_alive() or t.ident is not None)]
 
 
 def checkout(store, names, mode, ahead=True, pause=0.0, during=None):

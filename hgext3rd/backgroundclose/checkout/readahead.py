@@ -30,6 +30,9 @@ from ..shared import seams
 MOST_THREADS = 16
 # how long a reader waits before it looks again at what it waits for
 _LOOK_AGAIN = 0.1
+# how long the teardown waits for a reader whose start() an interrupt cut
+# short to show it runs
+START_GRACE = 1.0
 # after an interrupt, how long the teardown waits for readers still in a
 # read (a network file system that stopped answering): the closer's grace
 GRACE = engine.Closer.GRACE
@@ -316,19 +319,32 @@ class StoreReads:
         deadline = time.monotonic() + GRACE if interrupted else None
         threads, self._threads = self._threads, []
         for thread in threads:
-            while thread.is_alive():
+            # a start() an interrupt cut short: the thread runs soon (and
+            # reads nothing, told to stop), or never will
+            unstarted_until = time.monotonic() + START_GRACE
+            while True:
+                now = time.monotonic()
                 timeout = None
                 if deadline is not None:
-                    timeout = deadline - time.monotonic()
+                    timeout = deadline - now
                     if timeout <= 0:
                         break
                 try:
-                    thread.join(timeout)
+                    try:
+                        thread.join(timeout)
+                    except RuntimeError:  # not started (yet)
+                        if thread.ident is None and now > unstarted_until:
+                            break
+                        time.sleep(0.001)
+                        continue
                 except (KeyboardInterrupt, SystemExit) as exc:
                     if caught is None:
                         caught = exc
                     if deadline is None:
                         deadline = time.monotonic() + GRACE
+                    continue
+                if not thread.is_alive():
+                    break
         return caught
 
     # reader threads -------------------------------------------------------
