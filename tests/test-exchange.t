@@ -183,4 +183,11 @@ and without:
   share-no: no store of its own
 
   $ kill $(cat daemons.pids)
+
+The servers gone before the test's directory is removed (a dying server may
+still write its caches there):
+
+  $ for pid in $(cat daemons.pids); do
+  >   for i in $(seq 100); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+  > done
   $ cat errors.log web-errors.log

@@ -222,7 +222,7 @@ class StoreReads:
                         self._held -= len(data)
                     # a reader may wait for room, or for this file to
                     # be the next one
-                    self._cond.notify_all()
+                    self._notify()
                     break
                 if waited is None:
                     waited = self._clock()
@@ -262,7 +262,7 @@ class StoreReads:
             with self._mutex:
                 self._slots.extend(fresh)
                 self._queued.extend(s for s in fresh if not s.done)
-                self._cond.notify_all()
+                self._notify()
 
     def _start(self, position):
         """read ahead from ``position`` on: two readers, more while the
@@ -287,17 +287,33 @@ class StoreReads:
         self._threads.append(thread)
         try:
             thread.start()
-        except RuntimeError:
+        except RuntimeError as exc:
+            if exc.__context__ is not None:
+                # an interrupt inside start() (its wait for the thread
+                # to run), which then failed as it let go: the interrupt
+                # goes on, the thread stays listed for join()
+                raise exc.__context__
             # no thread to be had (a process limit): those there read,
             # or with none the applying thread itself
             self._threads.remove(thread)
             return
         self.started += 1
 
+    def _notify(self):
+        """the readers told to look again (the mutex held).  Python 3.9
+        and 3.10's notify can leave a waiter an interrupt cut short in
+        its list, which a later notify fails to release: they look again
+        soon anyway (``_LOOK_AGAIN``)"""
+        try:
+            self._cond.notify_all()
+        except RuntimeError:
+            pass
+
     def stop(self):
-        """the teardown's first step, which never waits: the readers told
-        to read nothing more, and what they read and was not taken let
-        go"""
+        """the teardown's first step, which never waits (and again
+        ``join()``'s first, in case an interrupt cut this one short): the
+        readers told to read nothing more, and what they read and was not
+        taken let go"""
         with self._mutex:
             self._stopping = True
             for slot in self._slots:
@@ -305,7 +321,7 @@ class StoreReads:
             self._queued.clear()
             self._slots.clear()
             self._held = 0
-            self._cond.notify_all()
+            self._notify()
 
     def join(self, interrupted=False):
         """the teardown's last step: every reader joined; each ends after
@@ -314,37 +330,41 @@ class StoreReads:
         ``interrupted`` already), a reader still in its read after
         ``GRACE`` seconds is left to end by itself: it holds no
         descriptor past its read, which closes its files on its way out.
-        None if nothing interrupted."""
+        A reader whose start() an interrupt cut short gets
+        ``START_GRACE`` seconds to show it runs (it then reads nothing),
+        or never will.  None if nothing interrupted."""
         caught = None
         deadline = time.monotonic() + GRACE if interrupted else None
-        threads, self._threads = self._threads, []
-        for thread in threads:
-            # a start() an interrupt cut short: the thread runs soon (and
-            # reads nothing, told to stop), or never will
-            unstarted_until = time.monotonic() + START_GRACE
-            while True:
-                now = time.monotonic()
-                timeout = None
-                if deadline is not None:
-                    timeout = deadline - now
-                    if timeout <= 0:
-                        break
-                try:
+        threads = self._threads
+        pending = list(threads)
+        while pending:
+            try:
+                self.stop()
+                thread = pending[0]
+                unstarted_until = time.monotonic() + START_GRACE
+                while True:
+                    now = time.monotonic()
+                    timeout = None
+                    if deadline is not None:
+                        timeout = deadline - now
+                        if timeout <= 0:
+                            break
                     try:
                         thread.join(timeout)
                     except RuntimeError:  # not started (yet)
-                        if thread.ident is None and now > unstarted_until:
+                        if now > unstarted_until:
                             break
                         time.sleep(0.001)
                         continue
-                except (KeyboardInterrupt, SystemExit) as exc:
-                    if caught is None:
-                        caught = exc
-                    if deadline is None:
-                        deadline = time.monotonic() + GRACE
-                    continue
-                if not thread.is_alive():
-                    break
+                    if not thread.is_alive():
+                        break
+                pending.pop(0)
+            except (KeyboardInterrupt, SystemExit) as exc:
+                if caught is None:
+                    caught = exc
+                if deadline is None:
+                    deadline = time.monotonic() + GRACE
+        del threads[:]
         return caught
 
     # reader threads -------------------------------------------------------
