@@ -360,3 +360,16 @@ def test_core_s_own_failure_keeps_its_class_and_names_the_file():
     raised = checkout._core_s_error(engine.FileError(b'/r/f', failed))
     assert (raised.errno, raised.filename) == (5, b'/r/f')
     assert raised is not failed
+
+
+def test_actions_given_as_an_iterator_are_each_written(repo):
+    """a release (or an extension) that hands batchget an iterator of
+    actions, not a list: the checkout reads it once, and every file is
+    written and in the dirstate's data"""
+    actions = [(b'it/f%d' % i, (b'', False), b'') for i in range(20)]
+    co = checkout.Checkout(repo, repo[None])
+    final, filedata = list(co.get(_Revision(), True, iter(actions)))[-1]
+    assert final is True
+    assert sorted(filedata) == sorted(f for f, args, msg in actions)
+    for f, args, msg in actions:
+        assert repo.wvfs.read(f) == b'x\n'

@@ -332,6 +332,8 @@ class Checkout:
         the dirstate's data of every file, once all are closed"""
         ui = self.ui
         verbose = ui.verbose
+        if not isinstance(actions, list):  # (an iterator, read twice here)
+            actions = list(actions)
         self.reads = readahead.StoreReads(
             mctx, [f for f, args, msg in actions],
             readahead.read_mode(self.repo, settings.writes(ui)),
