@@ -42,14 +42,29 @@ HELD = 16 << 20
 
 # what a read runs through, each core's own or no read ahead: the
 # repository's filelog, the changeset's file context, its data and the
-# filelog's read.  For each, core's class, and the object of the checkout
-# it is looked up on (None: the class alone)
+# filelog's read.  For each, the object's type (None: the repository's,
+# or the changeset's, as the checkout has them), the name, and the module
+# of core's that defines it (releases differ in the class: 6.5's
+# repositories get ``file`` from a mixin of localrepo's)
 _READ_PATH = (
-    (localrepo.localrepository, 'file'),
-    (context.changectx, 'filectx'),
-    (context.filectx, 'data'),
-    (filelog.filelog, 'read'),
+    (None, 'file', localrepo),
+    (None, 'filectx', context),
+    (context.filectx, 'data', context),
+    (filelog.filelog, 'read', filelog),
 )
+
+
+def _core_s(cls, name, module):
+    """whether ``cls.name`` is core's own: defined in ``module`` by the
+    first class of ``cls``'s that defines it, and no extension's wrapper
+    around it"""
+    for owner in cls.__mro__:
+        if name in vars(owner):
+            if owner.__module__ != module.__name__:
+                return False
+            core = seams.core_s_own(owner, name)
+            return core is not None and getattr(cls, name, None) is core
+    return False
 
 
 # file systems whose reads never wait on the network: a read there that
@@ -70,7 +85,7 @@ def read_mode(repo, mode):
     if mode != engine.ADAPTIVE:
         return mode
     try:
-        fstype = util.getfstype(repo.svfs.base)
+        fstype = util.getfstype(repo.store.path)
     except Exception:  # (unknown: the reads' times decide)
         fstype = None
     return engine.INLINE if fstype in _LOCAL else mode
@@ -86,14 +101,12 @@ def core_s_read_path(repo, mctx):
                          for processor in flagutil.flagprocessors.values()):
         # (lfs registers its processor with the repository's store)
         return False
-    objects = (repo.unfiltered(), mctx, None, None)
-    for obj, (cls, name) in zip(objects, _READ_PATH):
-        core = seams.core_s_own(cls, name)
-        if core is None:
+    objects = (repo.unfiltered(), mctx)
+    for i, (cls, name, module) in enumerate(_READ_PATH):
+        obj = objects[i] if cls is None else None
+        if not _core_s(type(obj) if cls is None else cls, name, module):
             return False
-        if obj is not None and (
-                getattr(type(obj), name, None) is not core
-                or name in getattr(obj, '__dict__', ())):
+        if obj is not None and name in getattr(obj, '__dict__', ()):
             return False
     return True
 
