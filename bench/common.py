@@ -27,6 +27,19 @@ EXTENSION = os.path.join(ROOT, 'hgext3rd', 'backgroundclose')
 EXTENSION_HGRC = '[extensions]\nbackgroundclose = %s\n' % EXTENSION
 
 
+def hg_env(work):
+    """the environment of the benchmark's hg commands: an hgrc written in
+    ``work`` that loads the extension by path, plain output, and no
+    slow-close model (each command adds its own)"""
+    hgrc = os.path.join(work, 'hgrc')
+    with open(hgrc, 'w') as fp:
+        fp.write(EXTENSION_HGRC)
+        fp.write('[ui]\nusername = bench <bench@example.invalid>\n')
+    env = dict(os.environ, HGRCPATH=hgrc, HGPLAIN='1')
+    env.pop('LD_PRELOAD', None)
+    return env
+
+
 @contextlib.contextmanager
 def workdir(size='4g', prefix='hg-backgroundclose-'):
     """a scratch directory, on tmpfs when this process may mount one

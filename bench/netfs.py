@@ -87,12 +87,7 @@ class Rows:
         self.mount = mount
         self.backing = backing
         self.work = work
-        hgrc = os.path.join(work, 'hgrc')
-        with open(hgrc, 'w') as fp:
-            fp.write(common.EXTENSION_HGRC)
-            fp.write('[ui]\nusername = bench <bench@example.invalid>\n')
-        self.env = dict(os.environ, HGRCPATH=hgrc, HGPLAIN='1')
-        self.env.pop('LD_PRELOAD', None)
+        self.env = common.hg_env(work)
         self.serial = 0
 
     def hgrun(self, *args):

@@ -114,12 +114,7 @@ class Bench:
         self.work = work
         self.hg = os.path.abspath(args.hg)
         self.shim = os.path.abspath(args.shim)
-        hgrc = os.path.join(work, 'hgrc')
-        with open(hgrc, 'w') as fp:
-            fp.write(common.EXTENSION_HGRC)
-            fp.write('[ui]\nusername = bench <bench@example.invalid>\n')
-        self.env = dict(os.environ, HGRCPATH=hgrc, HGPLAIN='1')
-        self.env.pop('LD_PRELOAD', None)
+        self.env = common.hg_env(work)
         # where the measured commands write: the work directory (tmpfs),
         # or a real file system mounted in it (--fs)
         self.target = work
