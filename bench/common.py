@@ -40,6 +40,15 @@ def hg_env(work):
     return env
 
 
+def build_corpus(hg, dest, files, seed, env, size_scale=1.0):
+    """corpus.py's repository of ``files`` files at ``dest``"""
+    subprocess.run(
+        [sys.executable, CORPUS, '--hg', hg, '--files', str(files),
+         '--seed', str(seed), '--size-scale', str(size_scale), dest],
+        env=env, check=True,
+    )
+
+
 @contextlib.contextmanager
 def workdir(size='4g', prefix='hg-backgroundclose-'):
     """a scratch directory, on tmpfs when this process may mount one

@@ -100,10 +100,7 @@ class Rows:
         into (copied to the mount's backing directory before each run,
         past the model)"""
         src = os.path.join(self.work, 'src')
-        subprocess.run(
-            [sys.executable, common.CORPUS, '--hg', self.hg, '--files',
-             str(files), '--seed', str(self.args.seed), src],
-            env=self.env, check=True)
+        common.build_corpus(self.hg, src, files, self.args.seed, self.env)
         self.src = src
         self.pullsrc = os.path.join(self.work, 'pullsrc')
         self.hgrun('clone', '-q', '-U', '--pull', src, self.pullsrc)
@@ -149,15 +146,6 @@ class Rows:
                     requests=served['requests'], busy_ns=served['busy_ns'],
                     peak=served['peak'],
                     kinds={k: served[k] for k in rttfs.COUNTERS[4:]})
-
-
-def reset_peak(mount):
-    """the peak counter starts again from what is in flight now"""
-    path = mount.statsfile
-    index = rttfs.COUNTERS.index('peak')
-    with open(path, 'r+b') as fp:
-        fp.seek(8 * index)
-        fp.write((0).to_bytes(8, sys.byteorder))
 
 
 def floor(row, cores):
@@ -250,7 +238,7 @@ def main(argv=None):
                 for rnd in range(args.rounds):
                     for op in operations:
                         for config in run.rotated(configs, rnd):
-                            reset_peak(mount)
+                            mount.reset_peak()
                             sample = rows.measure(op, config)
                             sample.update(what=op, config=config,
                                           roundtrip_us=rtt, round=rnd)

@@ -73,6 +73,12 @@ class Mount:
         return dict(zip(COUNTERS, struct.unpack('=%dQ' % len(COUNTERS),
                                                 data)))
 
+    def reset_peak(self):
+        """the peak counter started again from what is in flight now"""
+        with open(self.statsfile, 'r+b') as fp:
+            fp.seek(8 * COUNTERS.index('peak'))
+            fp.write(struct.pack('=Q', 0))
+
 
 def difference(after, before):
     """what was served between two ``counters()`` (peak: the later one's,

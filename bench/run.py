@@ -145,12 +145,8 @@ class Bench:
 
     def prepare(self, files, name='src', operations=()):
         src = os.path.join(self.work, name)
-        subprocess.run(
-            [sys.executable, common.CORPUS, '--hg', self.hg, '--files',
-             str(files), '--seed', str(self.args.seed), '--size-scale',
-             str(self.args.size_scale), src],
-            env=self.env, check=True,
-        )
+        common.build_corpus(self.hg, src, files, self.args.seed, self.env,
+                            self.args.size_scale)
         self.hgrun('-R', src, 'debugcreatestreamclonebundle', src + '.v1.hg')
         self.hgrun('-R', src, 'bundle', '-q', '-a', '--type',
                    'none-v2;stream=v2', src + '.v2.hg')

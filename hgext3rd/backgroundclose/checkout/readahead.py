@@ -40,20 +40,6 @@ GRACE = engine.Closer.GRACE
 # applying thread takes next (one larger than this is read alone)
 HELD = 16 << 20
 
-# what a read runs through, each core's own or no read ahead: the
-# repository's filelog, the changeset's file context, its data and the
-# filelog's read.  For each, the object's type (None: the repository's,
-# or the changeset's, as the checkout has them), the name, and the module
-# of core's that defines it (releases differ in the class: 6.5's
-# repositories get ``file`` from a mixin of localrepo's)
-_READ_PATH = (
-    (None, 'file', localrepo),
-    (None, 'filectx', context),
-    (context.filectx, 'data', context),
-    (filelog.filelog, 'read', filelog),
-)
-
-
 def _core_s(cls, name, module):
     """whether ``cls.name`` is core's own: defined in ``module`` by the
     first class of ``cls``'s that defines it, and no extension's wrapper
@@ -101,10 +87,21 @@ def core_s_read_path(repo, mctx):
                          for processor in flagutil.flagprocessors.values()):
         # (lfs registers its processor with the repository's store)
         return False
-    objects = (repo.unfiltered(), mctx)
-    for i, (cls, name, module) in enumerate(_READ_PATH):
-        obj = objects[i] if cls is None else None
-        if not _core_s(type(obj) if cls is None else cls, name, module):
+    # what a read runs through, each core's own or no read ahead: the
+    # repository's filelog, the changeset's file context, its data and
+    # the filelog's read; each with the object it is looked up on, if any
+    # (an instance attribute would stand in for it), and the module of
+    # core's that defines it (releases differ in the class: 6.5's
+    # repositories get ``file`` from a mixin of localrepo's)
+    unfi = repo.unfiltered()
+    read_path = (
+        (unfi, type(unfi), 'file', localrepo),
+        (mctx, type(mctx), 'filectx', context),
+        (None, context.filectx, 'data', context),
+        (None, filelog.filelog, 'read', filelog),
+    )
+    for obj, cls, name, module in read_path:
+        if not _core_s(cls, name, module):
             return False
         if obj is not None and name in getattr(obj, '__dict__', ()):
             return False

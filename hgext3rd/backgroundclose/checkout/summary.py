@@ -35,11 +35,11 @@ from ..shared import messages, report as reportmod, settings
 OPERATIONS = ('open', 'write', 'close', 'close-written', 'stat', 'core')
 READS = ('read', 'read-wait')
 # what a checkout's time in flight is made of: the store read, the
-# directories made, the files made, written, closed and stat'ed
+# directories made, the files' own steps
 IN_FLIGHT = (
     ('reads', ('read',)),
     ('directories', ('mkdir',)),
-    ('files', ('open', 'write', 'close', 'close-written', 'stat', 'core')),
+    ('files', OPERATIONS),
 )
 
 # the repository attribute that holds the running update's Gathering
