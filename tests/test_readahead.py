@@ -594,3 +594,47 @@ def test_ctrl_c_at_any_moment_of_a_wait_for_a_read_leaves_the_lock_whole(
         signal.signal(signal.SIGINT, previous)
     assert errors == 0
     assert interrupts > 20
+
+
+def test_another_extension_on_the_read_path_keeps_reads_to_core(tmp_path):
+    """each function a read runs through, wrapped or overridden by
+    another extension, keeps the reads core's: ``filectx.data`` and
+    ``filelog.read`` wrapped, the repository's ``file`` overridden by a
+    subclass of its own (as one made in a ``reposetup``) or an instance
+    attribute, the changeset's ``filectx`` by an instance attribute"""
+    from mercurial import context, extensions, filelog, hg, ui as uimod
+    repo = hg.repository(uimod.ui.load(), bytes(tmp_path / 'r'), create=True)
+    assert readahead.core_s_read_path(repo, repo[b'.'])
+
+    def passing(orig, *args, **kwargs):
+        return orig(*args, **kwargs)
+
+    for container, name in ((context.filectx, 'data'),
+                            (filelog.filelog, 'read')):
+        extensions.wrapfunction(container, name, passing)
+        try:
+            assert not readahead.core_s_read_path(repo, repo[b'.'])
+        finally:
+            extensions.unwrapfunction(container, name, passing)
+        assert readahead.core_s_read_path(repo, repo[b'.'])
+
+    unfi = repo.unfiltered()
+    core_class = unfi.__class__
+
+    class Subclass(core_class):
+        def file(self, path, *args, **kwargs):
+            return super().file(path, *args, **kwargs)
+
+    unfi.__class__ = Subclass
+    try:
+        assert not readahead.core_s_read_path(repo, repo[b'.'])
+    finally:
+        unfi.__class__ = core_class
+    unfi.file = unfi.file
+    try:
+        assert not readahead.core_s_read_path(repo, repo[b'.'])
+    finally:
+        del unfi.file
+    mctx = repo[b'.']
+    mctx.filectx = mctx.filectx
+    assert not readahead.core_s_read_path(repo, mctx)
