@@ -8,6 +8,7 @@
 
 import contextlib
 import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -18,6 +19,10 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 DUMMYSSH = os.path.join(ROOT, 'tests', 'dummyssh')
+# the ssh command the benchmarks give hg: dummyssh run by this Python, not
+# by whichever python3 its #! line finds first (a pyenv shim costs each
+# connection a third of a second, which is no network's)
+SSH = '%s %s' % tuple(shlex.quote(p) for p in (sys.executable, DUMMYSSH))
 CORPUS = os.path.join(HERE, 'corpus.py')
 # the package the benchmarks load, and the hgrc section that loads it: by
 # path, as byte_compile() compiles it.  By name, hg would import whichever

@@ -28,7 +28,7 @@ def clone(hg, env, src, dest, latency, shim, extra):
     """one stream clone; returns (seconds, report text)"""
     env = common.latency_env(env, shim, str(latency))
     cmd = [
-        hg, 'clone', '-U', '--stream', '--ssh', common.DUMMYSSH,
+        hg, 'clone', '-U', '--stream', '--ssh', common.SSH,
         '--config', 'ui.remotecmd=%s' % hg,
         'ssh://demo/%s' % src, dest,
     ] + extra

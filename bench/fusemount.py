@@ -48,7 +48,7 @@ def exit_with(main):
 def program_mounted(command, mountpoint, log, name):
     """``command``, a FUSE program that mounts ``mountpoint`` in the
     foreground, run as this process's child, its output to ``log``:
-    yields once the mount is there; on the way out, whatever ends the
+    yields its ``Popen`` once the mount is there; on the way out, whatever ends the
     block (SIGTERM too), unmounted and the program ended"""
     previous = signal.signal(signal.SIGTERM, on_sigterm)
     proc = None
@@ -58,7 +58,7 @@ def program_mounted(command, mountpoint, log, name):
         if not wait_for(lambda: os.path.ismount(mountpoint), 10):
             raise RuntimeError('%s did not mount %s (see %s)'
                                % (name, mountpoint, log))
-        yield
+        yield proc
     finally:
         try:
             unmount(mountpoint)

@@ -120,7 +120,7 @@ class Rows:
         """the command line of one run, its destination prepared: (cmd,
         the destination's backing path, to remove afterwards)"""
         extra = run.CONFIGS[config]
-        ssh = ['--ssh', common.DUMMYSSH, '--config',
+        ssh = ['--ssh', common.SSH, '--config',
                'ui.remotecmd=%s' % self.hg]
         dest, backing = self.fresh(op)
         if op in ('store-clone', 'clone'):
@@ -137,21 +137,29 @@ class Rows:
     def measure(self, op, config):
         cmd, backing = self.command(op, config)
         before = self.mount.counters()
+        server_before = self.mount.server_cpu()
         try:
             seconds, rss, _out, cpu = common.timed(cmd, self.env)
         finally:
             served = rttfs.difference(self.mount.counters(), before)
+            server_after = self.mount.server_cpu()
             shutil.rmtree(backing, ignore_errors=True)
+        server_cpu = (server_after - server_before
+                      if None not in (server_before, server_after) else 0.0)
         return dict(seconds=seconds, maxrss_kb=rss, cpu=cpu,
+                    server_cpu=server_cpu,
                     requests=served['requests'], busy_ns=served['busy_ns'],
                     peak=served['peak'],
                     kinds={k: served[k] for k in rttfs.COUNTERS[4:]})
 
 
 def floor(row, cores):
-    """requests x round trip / most in flight + CPU / cores (seconds)"""
+    """requests x round trip / most in flight + CPU / cores (seconds):
+    the CPU of the command (its ssh server too) and of the model's server,
+    which here shares the cores with it"""
     rtt = row['roundtrip_us'] * 1e-6
-    return row['requests'] * rtt / max(1, row['peak']) + row['cpu'] / cores
+    cpu = row['cpu'] + row.get('server_cpu', 0.0)
+    return row['requests'] * rtt / max(1, row['peak']) + cpu / cores
 
 
 def summarize(samples, cores):
@@ -161,9 +169,9 @@ def summarize(samples, cores):
                           []).append(s)
     rows = []
     for (rtt, what, config), group in sorted(groups.items()):
-        med = {key: statistics.median(g[key] for g in group)
-               for key in ('seconds', 'cpu', 'requests', 'busy_ns', 'peak',
-                           'maxrss_kb')}
+        med = {key: statistics.median(g.get(key, 0.0) for g in group)
+               for key in ('seconds', 'cpu', 'server_cpu', 'requests',
+                           'busy_ns', 'peak', 'maxrss_kb')}
         row = dict(roundtrip_us=rtt, what=what, config=config,
                    runs=len(group), **med)
         row['in_flight'] = row['busy_ns'] * 1e-9 / row['seconds']
@@ -178,16 +186,17 @@ def summarize(samples, cores):
 
 
 def table(rows):
-    head = ('%-6s %-12s %-13s %8s %6s %9s %12s %8s %7s' % (
+    head = ('%-6s %-12s %-13s %8s %6s %9s %12s %13s %8s %7s' % (
         'rtt', 'operation', 'configuration', 'seconds', 'ratio',
-        'requests', 'in flight', 'floor', 'x floor'))
+        'requests', 'in flight', 'CPU / server', 'floor', 'x floor'))
     lines = [head, '-' * len(head)]
     for r in rows:
-        lines.append('%-6s %-12s %-13s %7.2fs %5.2fx %9d %5.1f / %4d %7.2fs '
-                     '%6.2fx' % (
+        lines.append('%-6s %-12s %-13s %7.2fs %5.2fx %9d %5.1f / %4d '
+                     '%5.2fs/%5.2fs %7.2fs %6.2fx' % (
                          '%.1fms' % (r['roundtrip_us'] / 1000.0), r['what'],
                          r['config'], r['seconds'], r['ratio'] or 0,
                          r['requests'], r['in_flight'], r['peak'],
+                         r['cpu'], r.get('server_cpu', 0.0),
                          r['floor'], r['seconds'] / r['floor']))
     return '\n'.join(lines)
 
@@ -254,7 +263,8 @@ def main(argv=None):
         '%d files, %d revisions pulled, medians of %d rounds'
         % (args.files, args.revisions, args.rounds),
         "ratio: to core in the same run; floor: requests x round trip / "
-        "peak in flight + CPU / %d cores" % cores,
+        "peak in flight + CPU (the command's, and the model server's, "
+        "which shares them) / %d cores" % cores,
         '',
         table(rows),
     ])

@@ -54,6 +54,14 @@ static char backing[PATH_MAX];
 static struct timespec roundtrip;
 static uint64_t *counters;
 
+/* FUSE's path API answers a mkdir, create, symlink, link or change of
+ * attributes with the attributes it asks this program for at once, on the
+ * same thread: part of the one request the kernel sent, as a network file
+ * system's reply carries the new attributes.  Set when such a request
+ * succeeded; the getattr that follows is served without a round trip of
+ * its own and not counted. */
+static __thread int attributes_follow;
+
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -104,20 +112,42 @@ static int status(int rc)
 	return rc < 0 ? -errno : 0;
 }
 
-/* the body of a request on one path: `call` is run on its backing path */
-#define ON_PATH(kind, call)                                             \
+/* the body of a request on one path: `call` is run on its backing path,
+ * and `reply` given its result */
+#define SERVE_PATH(kind, call, reply)                                   \
 	do {                                                            \
 		char real[PATH_MAX];                                    \
 		uint64_t start = begin(kind);                           \
 		int rc = resolve(path, real);                           \
 		if (rc == 0)                                            \
 			rc = status(call);                              \
-		return end(start, rc);                                  \
+		return reply(end(start, rc));                           \
 	} while (0)
+#define ON_PATH(kind, call) SERVE_PATH(kind, call, (int))
+/* a request whose success FUSE answers with the attributes */
+#define WITH_ATTRIBUTES(kind, call) SERVE_PATH(kind, call, with_attributes)
+
+/* `rc`, the result of a request FUSE answers, on success, with the
+ * attributes it asks for next */
+static int with_attributes(int rc)
+{
+	attributes_follow = rc == 0;
+	return rc;
+}
 
 static int rt_getattr(const char *path, struct stat *st,
 		      struct fuse_file_info *fi)
 {
+	if (attributes_follow) {
+		char real[PATH_MAX];
+		int rc;
+
+		attributes_follow = 0;
+		if (fi != NULL)
+			return status(fstat(fi->fh, st));
+		rc = resolve(path, real);
+		return rc ? rc : status(lstat(real, st));
+	}
 	if (fi != NULL) {
 		uint64_t start = begin(K_GETATTR);
 		return end(start, status(fstat(fi->fh, st)));
@@ -179,7 +209,7 @@ static int rt_readdir(const char *path, void *buf, fuse_fill_dir_t filler,
 
 static int rt_mkdir(const char *path, mode_t mode)
 {
-	ON_PATH(K_MKDIR, mkdir(real, mode));
+	WITH_ATTRIBUTES(K_MKDIR, mkdir(real, mode));
 }
 
 static int rt_unlink(const char *path)
@@ -194,7 +224,7 @@ static int rt_rmdir(const char *path)
 
 static int rt_symlink(const char *target, const char *path)
 {
-	ON_PATH(K_CREATE, symlink(target, real));
+	WITH_ATTRIBUTES(K_CREATE, symlink(target, real));
 }
 
 static int two_paths(int kind, const char *from, const char *to,
@@ -218,7 +248,7 @@ static int two_paths(int kind, const char *from, const char *to,
 
 static int rt_link(const char *from, const char *to)
 {
-	return two_paths(K_CREATE, from, to, 0);
+	return with_attributes(two_paths(K_CREATE, from, to, 0));
 }
 
 static int rt_rename(const char *from, const char *to, unsigned int flags)
@@ -230,16 +260,17 @@ static int rt_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
 	if (fi != NULL) {
 		uint64_t start = begin(K_OTHER);
-		return end(start, status(fchmod(fi->fh, mode)));
+		return with_attributes(
+			end(start, status(fchmod(fi->fh, mode))));
 	}
-	ON_PATH(K_OTHER, chmod(real, mode));
+	WITH_ATTRIBUTES(K_OTHER, chmod(real, mode));
 }
 
 static int rt_chown(const char *path, uid_t uid, gid_t gid,
 		    struct fuse_file_info *fi)
 {
 	(void)fi;
-	ON_PATH(K_OTHER, lchown(real, uid, gid));
+	WITH_ATTRIBUTES(K_OTHER, lchown(real, uid, gid));
 }
 
 static int rt_truncate(const char *path, off_t size,
@@ -247,16 +278,18 @@ static int rt_truncate(const char *path, off_t size,
 {
 	if (fi != NULL) {
 		uint64_t start = begin(K_OTHER);
-		return end(start, status(ftruncate(fi->fh, size)));
+		return with_attributes(
+			end(start, status(ftruncate(fi->fh, size))));
 	}
-	ON_PATH(K_OTHER, truncate(real, size));
+	WITH_ATTRIBUTES(K_OTHER, truncate(real, size));
 }
 
 static int rt_utimens(const char *path, const struct timespec tv[2],
 		      struct fuse_file_info *fi)
 {
 	(void)fi;
-	ON_PATH(K_OTHER, utimensat(AT_FDCWD, real, tv, AT_SYMLINK_NOFOLLOW));
+	WITH_ATTRIBUTES(K_OTHER,
+			utimensat(AT_FDCWD, real, tv, AT_SYMLINK_NOFOLLOW));
 }
 
 static int opened(uint64_t start, int fd, struct fuse_file_info *fi)
@@ -275,7 +308,8 @@ static int rt_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 
 	if (rc)
 		return end(start, rc);
-	return opened(start, open(real, fi->flags | O_NOFOLLOW, mode), fi);
+	return with_attributes(
+		opened(start, open(real, fi->flags | O_NOFOLLOW, mode), fi));
 }
 
 static int rt_open(const char *path, struct fuse_file_info *fi)

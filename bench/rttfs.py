@@ -61,10 +61,23 @@ def build(work):
 class Mount:
     """a mounted rttfs: its mount point, round trip and counters"""
 
-    def __init__(self, mountpoint, roundtrip_us, statsfile):
+    def __init__(self, mountpoint, roundtrip_us, statsfile, pid=None):
         self.mountpoint = mountpoint
         self.roundtrip_us = roundtrip_us
         self.statsfile = statsfile
+        self.pid = pid  # rttfs's
+
+    def server_cpu(self):
+        """the CPU seconds (user and system) rttfs used so far, or None
+        where that can't be read (no /proc): the model's server shares
+        this machine's cores with the commands it serves"""
+        try:
+            with open('/proc/%d/stat' % self.pid) as fp:
+                fields = fp.read().rpartition(')')[2].split()
+        except (OSError, TypeError):
+            return None
+        # utime and stime: the 14th and 15th fields, counted from the pid
+        return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
 
     def counters(self):
         """the counters now: name -> count (busy_ns: nanoseconds)"""
@@ -109,8 +122,8 @@ def mounted(backing, mountpoint, work, roundtrip_us=None):
     with fusemount.program_mounted(
             [program, backing, mountpoint, str(roundtrip_us), statsfile,
              '-f', '-o', 'max_threads=%d' % THREADS], mountpoint,
-            os.path.join(work, 'rttfs.log'), 'rttfs'):
-        yield Mount(mountpoint, roundtrip_us, statsfile)
+            os.path.join(work, 'rttfs.log'), 'rttfs') as proc:
+        yield Mount(mountpoint, roundtrip_us, statsfile, proc.pid)
 
 
 def main(argv):

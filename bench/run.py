@@ -283,7 +283,7 @@ class Bench:
             remotecmd = hg if op != 'v1-ssh' else self.v1_server()
             checkout = ['-U'] if op != 'clone-ssh' else []
             cmd = [hg, 'clone'] + checkout + [
-                '--stream', '--ssh', common.DUMMYSSH,
+                '--stream', '--ssh', common.SSH,
                 '--config', 'ui.remotecmd=%s' % remotecmd,
                 'ssh://bench/%s' % src, self.dest] + extra
         elif op == 'clone-bundle':

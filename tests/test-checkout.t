@@ -106,7 +106,7 @@ are the symbolic links:
     core's steps              2 * (glob)
     in flight on average: * store reads, * directories, * files (glob)
     readers: * threads read the store ahead (at most * held) (glob)
-    directories: * made, * found existing (glob)
+    directories: * made*, * found existing (glob)
     writers: * threads in 3 workers wrote 403 files whole (at most * held) (glob)
   405 files updated, 0 files merged, 0 files removed, 0 files unresolved
   $ hg -R forked status

@@ -19,7 +19,7 @@ worker.backgroundclosereport asks for it:
     mkdir * (glob)
     close, applier * (glob)
     close, threads * (glob)
-    directories: * made, * found existing (glob)
+    directories: * made*, * found existing (glob)
     closer: * (glob)
   $ hg -R ssh-clone verify -q
 

@@ -19,7 +19,7 @@ own progress lines; the report is the command's output):
     mkdir             * (glob)
     close, applier    * (glob)
     close, threads   * (glob)
-    directories: * made, * found existing (glob)
+    directories: * made*, * found existing (glob)
     closer: adaptive, *, * threads, at most * files queued (peak *) (glob)
   $ hg -R r1 verify -q
   $ hg -R r1 log -T '{rev} {desc}\n'
@@ -50,7 +50,7 @@ Stream v2 and v3 bundles, which core's command refuses:
     mkdir             * (glob)
     close, applier    * (glob)
     close, threads   * (glob)
-    directories: * made, * found existing (glob)
+    directories: * made*, * found existing (glob)
     closer: adaptive, *, * threads, at most * files queued (peak *) (glob)
   $ hg -R r2 verify -q
 
@@ -63,7 +63,7 @@ Stream v2 and v3 bundles, which core's command refuses:
     mkdir             * (glob)
     close, applier    * (glob)
     close, threads   * (glob)
-    directories: * made, * found existing (glob)
+    directories: * made*, * found existing (glob)
     closer: adaptive, *, * threads, at most * files queued (peak *) (glob)
   $ hg -R r3 verify -q
 

@@ -97,7 +97,7 @@ timing report show that every seam works:
     mkdir * (glob)
     close, applier * (glob)
     close, threads * (glob)
-    directories: * made, * found existing (glob)
+    directories: * made*, * found existing (glob)
     closer: * (glob)
   $ hg -R pulled verify -q
   $ hg -R streamed verify -q

@@ -38,7 +38,9 @@ five minutes at most):
 A whole clone into the mount, and the same by core: the same tree, modes
 and contents, the same dirstate (mtimes aside), clean, and it verifies.
 Reading a filelog there waits on round trips, so the checkout read the
-store ahead on threads, and wrote its files on writer threads:
+store ahead on threads, and wrote its files on writer threads; the
+directories of the files handed to writers, in the store and in the
+working copy, were made ahead of them on threads of their own:
 
   $ same() {
   >   diff <(wctree "served/$1") <(wctree "served/$2") &&
@@ -48,8 +50,12 @@ store ahead on threads, and wrote its files on writer threads:
   $ hg clone -q --stream ssh://user@dummy/src mnt/core \
   >   --config extensions.backgroundclose=!
   $ hg clone --stream ssh://user@dummy/src mnt/wc --debug \
-  >   --config worker.enabled=false | grep '^backgroundclose: .*checkout'
-  backgroundclose: 150 checkout files, * written by * writer threads, the store read ahead by * threads; in flight on average: * reads, * directories, * files (glob)
+  >   --config worker.enabled=false > clone.out
+  $ grep '^backgroundclose: .*stream closes' clone.out |
+  >   grep -o ', [0-9]* writer threads, directories made ahead by'
+  , * writer threads, directories made ahead by (glob)
+  $ grep '^backgroundclose: .*checkout' clone.out
+  backgroundclose: 150 checkout files, * written by * writer threads, the store read ahead by * threads, directories made ahead by * threads; in flight on average: * reads, * directories, * files (glob)
   $ same core wc
   wc: as core
 

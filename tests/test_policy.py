@@ -209,7 +209,14 @@ def test_threads_sized_from_latency_and_submission_interval():
     # 700 us closes, a file every 100 us: 7 busy threads, a quarter more
     # for jitter, and one
     assert policy.threads_needed(interval, running=4, backlog=False) == 10
-    assert policy.threads_needed(interval, running=12, backlog=True) == 13
+    # a backlog: the threads fall behind whatever the estimate says, and
+    # grow by a quarter (one at least), within the cap
+    assert policy.threads_needed(interval, running=12, backlog=True) == 15
+    assert policy.threads_needed(interval, running=3, backlog=True) == 10
+    assert policy.threads_needed(interval, running=2, backlog=True) == 10
+    assert policy.threads_needed(1e-3, running=2, backlog=True) == 3
+    assert policy.threads_needed(1, running=8, backlog=True) == 10
+    assert policy.threads_needed(1, running=60, backlog=True) == 64
     assert policy.threads_needed(1e-9, running=4, backlog=False) == 64
 
 

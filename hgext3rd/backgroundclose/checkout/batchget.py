@@ -392,6 +392,11 @@ class Checkout:
         data = self.repo.wwritedata(f, self.reads.take(f))
         item = CheckoutFile(self, f, wvfs.join(f), data, b'x' in flags)
         if self.policy.deferring and self._hand_over(item):
+            # its directory made ahead of its writer, once its parent is
+            dirname = f.rpartition(b'/')[0]
+            if dirname:
+                self.directories.make_ahead(engine.Closer.GRACE)
+                self.directories.want(self.root, dirname)
             return
         self._write_here(item)
 
@@ -456,9 +461,12 @@ class Checkout:
                         raise
         finally:
             try:
-                # the readers end after the read each is in: after an
-                # interrupt, within the closer's grace period
+                # the readers, and the directories made ahead, end after
+                # the read or mkdir each is in: after an interrupt, within
+                # the closer's grace period
                 caught = reads.join(interrupted) if reads else None
+                made = self.directories.finish_ahead(interrupted)
+                caught = caught or made
                 if caught is not None and not abandoned:
                     raise caught
             finally:
@@ -476,6 +484,8 @@ class Checkout:
             peakheld=self.budget.peak,
             dirs_created=self.directories.created,
             dirs_existing=self.directories.existing,
+            dirs_ahead=self.directories.ahead[0],
+            dirthreads=self.directories.ahead[1],
             readers=self.reads.started,
             peakread=self.reads.peakheld,
             ops=dict(

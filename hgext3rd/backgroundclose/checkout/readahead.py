@@ -16,13 +16,16 @@ core's would.  See docs/design.rst, "The checkout".
 
 import collections
 import threading
-import time
 
 from mercurial import context, filelog, localrepo, util
 from mercurial.revlogutils import flagutil
 
 from .. import engine
-from ..engine import threads as threadsmod, writepolicy as writepolicymod
+from ..engine import (
+    helpers,
+    threads as threadsmod,
+    writepolicy as writepolicymod,
+)
 from ..shared import seams
 
 # the most reader threads: enough for the round trips of a store read
@@ -30,9 +33,6 @@ from ..shared import seams
 MOST_THREADS = 16
 # how long a reader waits before it looks again at what it waits for
 _LOOK_AGAIN = 0.1
-# how long the teardown waits for a reader whose start() an interrupt cut
-# short to show it runs
-START_GRACE = 1.0
 # after an interrupt, how long the teardown waits for readers still in a
 # read (a network file system that stopped answering): the closer's grace
 GRACE = engine.Closer.GRACE
@@ -177,9 +177,9 @@ class StoreReads:
         self._cond = threading.Condition(self._mutex)
         self._wake = threading.Lock()
         self._wake.acquire()
-        self._threads = []
+        self._readers = helpers.HelperThreads(
+            self._reader, 'backgroundclose-read', GRACE)
         self._began = False  # readers started (or tried)
-        self.started = 0  # reader threads started in all
         self._stopping = False
         # the reads, wherever they ran, and the applying thread's waits
         # for one being read ahead
@@ -199,7 +199,7 @@ class StoreReads:
             # read here, fills the repository's caches a read starts
             # with, which core never fills from two threads at once)
             self._start(position)
-        if self._threads:
+        if self._readers:
             return self._take_ahead(name)
         how = self._policy.time_next()
         start = self._clock()
@@ -255,7 +255,7 @@ class StoreReads:
         file context (made here, the manifest looked up here, never on
         their threads): a few a thread.  A lookup that fails is that
         file's failure, at its turn."""
-        want = self._next - 1 + 4 * len(self._threads)
+        want = self._next - 1 + 4 * len(self._readers)
         names = self._names
         mctx = self._mctx
         fresh = []
@@ -281,33 +281,13 @@ class StoreReads:
         self._began = True
         self._given = position
         for _ in range(min(2, MOST_THREADS)):
-            self._spawn()
+            self._readers.spawn()
 
     def _grow(self):
         """the applying thread waits for a read: one more reader, within
         the cap (called with the lock held)"""
-        if len(self._threads) < MOST_THREADS and self._queued:
-            self._spawn()
-
-    def _spawn(self):
-        thread = threading.Thread(
-            target=self._reader, name='backgroundclose-read', daemon=True)
-        # listed before it starts: an interrupt between the two leaves no
-        # reader that join() does not know of
-        self._threads.append(thread)
-        try:
-            thread.start()
-        except RuntimeError as exc:
-            if exc.__context__ is not None:
-                # an interrupt inside start() (its wait for the thread
-                # to run), which then failed as it let go: the interrupt
-                # goes on, the thread stays listed for join()
-                raise exc.__context__
-            # no thread to be had (a process limit): those there read,
-            # or with none the applying thread itself
-            self._threads.remove(thread)
-            return
-        self.started += 1
+        if len(self._readers) < MOST_THREADS and self._queued:
+            self._readers.spawn()
 
     def _notify(self):
         """the readers told to look again (the mutex held).  Python 3.9
@@ -333,49 +313,17 @@ class StoreReads:
             self._held = 0
             self._notify()
 
+    @property
+    def started(self):
+        """reader threads started in all"""
+        return self._readers.started
+
     def join(self, interrupted=False):
-        """the teardown's last step: every reader joined; each ends after
-        the read it is in.  An interrupt while they are joined is kept and
-        returned (the caller raises it, or not); after one (or if
-        ``interrupted`` already), a reader still in its read after
-        ``GRACE`` seconds is left to end by itself: it holds no
-        descriptor past its read, which closes its files on its way out.
-        A reader whose start() an interrupt cut short gets
-        ``START_GRACE`` seconds to show it runs (it then reads nothing),
-        or never will.  None if nothing interrupted."""
-        caught = None
-        deadline = time.monotonic() + GRACE if interrupted else None
-        threads = self._threads
-        pending = list(threads)
-        while pending:
-            try:
-                self.stop()
-                thread = pending[0]
-                unstarted_until = time.monotonic() + START_GRACE
-                while True:
-                    now = time.monotonic()
-                    timeout = None
-                    if deadline is not None:
-                        timeout = deadline - now
-                        if timeout <= 0:
-                            break
-                    try:
-                        thread.join(timeout)
-                    except RuntimeError:  # not started (yet)
-                        if now > unstarted_until:
-                            break
-                        time.sleep(0.001)
-                        continue
-                    if not thread.is_alive():
-                        break
-                pending.pop(0)
-            except (KeyboardInterrupt, SystemExit) as exc:
-                if caught is None:
-                    caught = exc
-                if deadline is None:
-                    deadline = time.monotonic() + GRACE
-        del threads[:]
-        return caught
+        """the teardown's last step: every reader joined, each after the
+        read it is in (helpers.HelperThreads.join: an interrupt meanwhile
+        is returned, and after one a read hung past ``GRACE`` is left to
+        its thread, which holds no descriptor past its read)"""
+        return self._readers.join(self.stop, interrupted)
 
     # reader threads -------------------------------------------------------
 

@@ -55,7 +55,8 @@ class Figures:
     """what one checkout (or several, merged) did"""
 
     FIELDS = ('files', 'seconds', 'threads', 'readers', 'peakheld', 'peakread',
-              'dirs_created', 'dirs_existing', 'declined')
+              'dirs_created', 'dirs_existing', 'dirs_ahead', 'dirthreads',
+              'declined')
 
     def __init__(self, ops, workers=1, **fields):
         self.ops = ops  # name -> engine.OpStat (OPERATIONS and 'mkdir')

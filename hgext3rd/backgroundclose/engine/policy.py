@@ -438,8 +438,10 @@ class Policy:
             interval = 1e-6
         need = math.ceil(self.latency / interval * 1.25) + 1
         if backlog:
-            # the threads fall behind all the same: one more
-            need = max(need, running + 1)
+            # the threads fall behind all the same: a quarter more (one at
+            # least), so that a pool whose every file waits on round trips
+            # reaches the size they need within a few windows
+            need = max(need, running + max(1, running // 4))
         return min(need, self.thread_cap())
 
     def thread_cap(self):

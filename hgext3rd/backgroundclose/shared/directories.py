@@ -27,6 +27,7 @@ import threading
 from mercurial import util
 
 from .. import engine
+from . import dirmaker
 
 
 class Directories:
@@ -49,6 +50,60 @@ class Directories:
         # writer threads prepare directories too (deferredwrite.py): the
         # sets and counts change under this lock, never a mkdir
         self._lock = threading.Lock()
+        # the directories made ahead of the writers, once asked for
+        self.maker = None
+
+    def make_ahead(self, grace):
+        """from now on, directories ``want()``-ed are made ahead of the
+        writers (dirmaker.py), whose ``prepare()`` waits for them.  The
+        teardown calls ``finish_ahead()``, after the writers'."""
+        if self.maker is None:
+            self.maker = dirmaker.DirectoryMaker(self, util.timer, grace)
+
+    def want(self, root, dirname, createmode=None, notindexed=False):
+        """on the applying thread, as a file goes to the writers: its
+        parent directory ``dirname`` (relative to ``root``, audited) to be
+        made ahead of its writer, if directories are (``make_ahead()``)"""
+        maker = self.maker
+        if maker is not None:
+            maker.want(root, dirname, createmode, notindexed)
+
+    def finish_ahead(self, interrupted=False):
+        """the teardown's step for the directories made ahead, after the
+        writers': every thread of theirs joined; an interrupt meanwhile is
+        returned.  None if none."""
+        maker = self.maker
+        if maker is None:
+            return None
+        return maker.join(interrupted)
+
+    @property
+    def ahead(self):
+        """(directories made ahead of the writers, threads that made them)"""
+        maker = self.maker
+        if maker is None:
+            return 0, 0
+        return maker.made, maker.started
+
+    def record(self, root, dirname, made, duration):
+        """a mkdir of ``dirname`` that took ``duration`` seconds, made
+        ahead: ``made`` True if it made it, False if it found it existing
+        (either way it is known from now on), None if it failed"""
+        with self._lock:
+            self.stat.add(duration)
+            if made is None:
+                return
+            known = self._known.get(root)
+            if known is None:
+                known = self._known[root] = set()
+                self._prefixes[root] = os.path.join(root, b'')
+            if len(known) >= self.MOST:
+                known.clear()
+            known.add(dirname)
+            if made:
+                self.created += 1
+            else:
+                self.existing += 1
 
     def known(self, root, dirname):
         """whether ``dirname`` (relative to ``root``) is known to exist"""
@@ -66,7 +121,15 @@ class Directories:
         """make ``dirname`` (relative to ``root``, the parent of a path
         audited already) and the parents it lacks, with ``createmode`` as
         util.makedirs does.  Threads may prepare at once: two that make the
-        same directory find it made by the other, which is no error."""
+        same directory find it made by the other, which is no error.  On a
+        writer, a directory wanted ahead (``want()``) is waited for."""
+        maker = self.maker
+        if (
+            maker is not None
+            and engine.on_pool_thread()
+            and maker.wait_for(root, dirname)
+        ):
+            return
         with self._lock:
             known = self._known.get(root)
             if known is None:

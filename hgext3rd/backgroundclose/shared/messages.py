@@ -86,10 +86,12 @@ def summarize(ui, closer, what, label, unit, seconds, extra=b''):
     )
 
 
-def summarize_stream(ui, fmt, files, seconds, closer, stats, writers, watch):
+def summarize_stream(ui, fmt, files, seconds, closer, stats, writers, watch,
+                     dirthreads=0):
     """after a stream apply (format ``fmt``) of ``files`` files: with
     ``--debug``, what the closer decided, if it did anything but close
-    inline: threads, switches, ``writers`` (Mercurial's own tests read the
+    inline: threads, switches, ``writers``, ``dirthreads`` (the threads
+    that made directories ahead of them; Mercurial's own tests read the
     debug output of stream clones that need none of them; a skip ended
     early alone, by a close preempted on a busy machine, is no decision);
     and in any case the ``ui.log`` line"""
@@ -101,6 +103,8 @@ def summarize_stream(ui, fmt, files, seconds, closer, stats, writers, watch):
         )
     if writers:
         extra += b', %d writer threads' % writers
+    if dirthreads:
+        extra += b', directories made ahead by %d threads' % dirthreads
     if closer.threadcount or closer.decisions.switches or writers:
         ui.debug(closer_summary(closer, b'stream', extra, stats))
     report_unowned(ui)
@@ -211,6 +215,9 @@ def summarize_checkout(ui, figures):
         if figures.readers:
             readers = b', the store read ahead by %d threads' % (
                 figures.readers)
+        if figures.dirthreads:
+            readers += b', directories made ahead by %d threads' % (
+                figures.dirthreads)
         ui.debug(
             b'backgroundclose: %d checkout files, %d written by %d '
             b'writer threads%s%s; in flight on average: %s\n' % (

@@ -129,9 +129,9 @@ def write_text(ui, report):
     )
     closer = report.closer
     if closer.get(b'dirs-made') or closer.get(b'dirs-existing'):
-        ui.write(
-            _(b'  directories: %d made, %d found existing\n')
-            % (closer[b'dirs-made'], closer[b'dirs-existing'])
+        write_directories(
+            ui, closer[b'dirs-made'], closer[b'dirs-existing'],
+            closer.get(b'dirs-ahead', 0), closer.get(b'dir-threads', 0),
         )
     if closer.get(b'writers'):
         ui.write(
@@ -164,6 +164,22 @@ def write_text(ui, report):
             _(b'  closer: %s, %s, %d threads, at most %d files queued '
               b'(%s)\n')
             % ((policy, mode) + counts)
+        )
+
+
+def write_directories(ui, made, existing, ahead, threads):
+    """the report's line on directories: ``ahead`` of those made, made
+    ahead of the writers on ``threads`` threads (dirmaker.py)"""
+    if ahead:
+        ui.write(
+            _(b'  directories: %d made (%d ahead of the writers, on %d '
+              b'threads), %d found existing\n')
+            % (made, ahead, threads, existing)
+        )
+    else:
+        ui.write(
+            _(b'  directories: %d made, %d found existing\n')
+            % (made, existing)
         )
 
 
@@ -233,9 +249,9 @@ def write_checkout_text(ui, figures):
             % (figures.readers, util.bytecount(figures.peakread))
         )
     if figures.dirs_created or figures.dirs_existing:
-        ui.write(
-            _(b'  directories: %d made, %d found existing\n')
-            % (figures.dirs_created, figures.dirs_existing)
+        write_directories(
+            ui, figures.dirs_created, figures.dirs_existing,
+            figures.dirs_ahead, figures.dirthreads,
         )
     if figures.declined:
         ui.write(
@@ -280,6 +296,8 @@ def _checkout_dict(figures):
         b'peak-held': figures.peakheld,
         b'dirs-made': figures.dirs_created,
         b'dirs-existing': figures.dirs_existing,
+        b'dirs-ahead': figures.dirs_ahead,
+        b'dir-threads': figures.dirthreads,
         b'ops': _ops_dict(figures.ops.items()),
     }
 

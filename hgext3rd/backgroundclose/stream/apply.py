@@ -213,11 +213,21 @@ class ApplySession(sessionmod.Session):
             except BaseException as exc:
                 if first is None:
                     first = exc
+        # the directories made ahead, once no writer waits for one
+        interrupted = self.directories.finish_ahead(
+            interrupted=isinstance(first, (KeyboardInterrupt, SystemExit)))
+        if first is None:
+            first = interrupted
         if first is not None:
             raise first
 
     def closers(self):
         return (self.wholefiles.closer, self.closer)
+
+    def closers_finished(self):
+        maker = self.directories.maker
+        return super().closers_finished() and (
+            maker is None or maker.joined)
 
     def finish(self, failing):
         try:
@@ -437,6 +447,8 @@ class ApplySession(sessionmod.Session):
             b'switches': closer.decisions.switches,
             b'dirs-made': self.directories.created,
             b'dirs-existing': self.directories.existing,
+            b'dirs-ahead': self.directories.ahead[0],
+            b'dir-threads': self.directories.ahead[1],
             b'writers': writers.threadcount if writers is not None else 0,
             b'written-by-writers': stats['close-written'].count,
             b'peak-held': self.wholefiles.budget.peak,
@@ -455,6 +467,7 @@ class ApplySession(sessionmod.Session):
             stats,
             info[b'writers'],
             self.watch,
+            info[b'dir-threads'],
         )
         if self._collector is not None:
             self._collector.append(result)

@@ -107,6 +107,10 @@ class StreamOpener:
             if not directories.known(root, dirname):
                 directories.prepare(root, dirname, createmode, notindexed)
 
+        # made ahead of its writer, once its parent is
+        directories.make_ahead(engine.Closer.GRACE)
+        directories.want(root, dirname, createmode, notindexed)
+
         storename = getattr(deferred, 'storename', None)
         register_opened = session.journal.register_opened
 

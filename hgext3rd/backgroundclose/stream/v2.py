@@ -66,11 +66,11 @@ class StreamV2Writer:
         """writers running: the parent directory of ``path`` is made by
         whoever writes the file (a writer thread), not by core on the
         reading thread.  Core is told it is known; the file's writer is
-        told what to make."""
+        told what to make.  Whether it is the writer's."""
         session = self._session
         writers = session.wholefiles.closer
         if not session.writepolicy.deferring or writers is None:
-            return
+            return False
         real = vfs.join(path)
         # recorded for every file: the writers of two files of one new
         # directory may run in either order (one made by core before the
@@ -78,7 +78,7 @@ class StreamV2Writer:
         dirname = os.path.normpath(os.path.dirname(real))
         base = os.path.normpath(compat.vfs_base(vfs))
         if not dirname.startswith(base + b'/'):
-            return  # not below the vfs's base: left to core
+            return False  # not below the vfs's base: left to core
         # core's own spelling of it, which it looks up
         known_directories.add(os.path.dirname(real))
         self._streamdirs[real] = (
@@ -87,6 +87,17 @@ class StreamV2Writer:
             vfs.createmode,
             True,  # core's notindexed on this path
         )
+        return True
+
+    def want_directory(self, path):
+        """``path``, the vfs's own name for a file core prepared (its
+        audit passed): its parent directory made ahead of its writer,
+        once its parent is, if its writer makes it (stream_directory)"""
+        directory = self._streamdirs.get(path)
+        if directory is not None:
+            directories = self._session.directories
+            directories.make_ahead(engine.Closer.GRACE)
+            directories.want(*directory)
 
     def _open(self, path, mode, holdmost, owned=None):
         """open a file as core's _write_files does, into the owned set:
@@ -541,6 +552,7 @@ def prepare_streamed_file(
     journaled = journal.journaled
     if journaled:
         journal.check_name(self, path)
+    writers_make = False  # the file's directory is its writer's to make
     if threading.get_ident() == session.thread:  # session.usable()
         v2 = session.v2
         if v2.writes_elsewhere:
@@ -548,8 +560,12 @@ def prepare_streamed_file(
             # only here
             session.closer.raise_failure()
         if session.wholefiles.closer is not None:
-            v2.stream_directory(self, path, known_directories)
+            writers_make = v2.stream_directory(
+                self, path, known_directories)
     prepared = orig(self, path, known_directories, **kwargs)
+    if writers_make:
+        # audited now: made ahead of the writer
+        session.v2.want_directory(prepared[0])
     if journaled:
         journal.prepared(self, path, prepared[0])
     return prepared
