@@ -48,8 +48,9 @@ def exit_with(main):
 def program_mounted(command, mountpoint, log, name):
     """``command``, a FUSE program that mounts ``mountpoint`` in the
     foreground, run as this process's child, its output to ``log``:
-    yields its ``Popen`` once the mount is there; on the way out, whatever ends the
-    block (SIGTERM too), unmounted and the program ended"""
+    yields its ``Popen`` once the mount is there; on the way out,
+    whatever ends the block (SIGTERM too), unmounted and the program
+    ended"""
     previous = signal.signal(signal.SIGTERM, on_sigterm)
     proc = None
     try:

@@ -47,6 +47,30 @@ def root(tmp_path):
     return os.fsencode(str(tmp_path))
 
 
+@pytest.fixture(autouse=True)
+def no_looking_again(monkeypatch):
+    """threads and writers look again only after longer than any test
+    takes: a notification or an event missed is a failure here, not a
+    tenth of a second lost"""
+    monkeypatch.setattr(dirmaker, '_LOOK_AGAIN', 30.0)
+
+
+def waited(directories, root, dirname):
+    """``wait_for(dirname)`` on a writer of its own (a pool thread, its
+    role recorded): what it returned, or a failure if it still waits
+    after 5 seconds"""
+    result = []
+
+    def writer():
+        threadsmod.take_pool_role()
+        result.append(directories.maker.wait_for(root, dirname))
+    thread = threading.Thread(target=writer, daemon=True)
+    thread.start()
+    thread.join(5)
+    assert result, 'still waiting for %r' % dirname
+    return result[0]
+
+
 class Mkdirs:
     """core's makedir, wrapped: each call waits ``sleep`` seconds first,
     fails with ``failing[name]`` where given, and is recorded (the name
@@ -117,13 +141,12 @@ def test_every_directory_wanted_is_made_once_after_its_parent(
     existing as its mkdir began; each is known to the Directories it
     serves, and counted as made ahead."""
     mkdirs = Mkdirs(monkeypatch, root, sleep=0.001)
-    directories = directoriesmod.Directories(timed=True)
-    directories.make_ahead(grace=1.0)
+    directories = directoriesmod.Directories(timed=True, ahead=True, grace=1.0)
     leaves = tree(3, 3)
     for leaf in leaves + leaves[:5]:
         directories.want(root, leaf)
     for leaf in leaves:
-        assert directories.maker.wait_for(root, leaf) or soon(
+        assert waited(directories, root, leaf) or soon(
             lambda leaf=leaf: directories.known(root, leaf), 5)
     assert soon(lambda: len(mkdirs.calls) == 3 + 9 + 27, 5)
     finished(directories)
@@ -142,10 +165,9 @@ def test_known_directories_are_not_made_again(monkeypatch, root):
     """A directory the Directories know (made by a writer, or found) is
     not wanted again, nor its parents: only what is below it is made."""
     mkdirs = Mkdirs(monkeypatch, root)
-    directories = directoriesmod.Directories()
+    directories = directoriesmod.Directories(ahead=True, grace=1.0)
     directories.prepare(root, b'a/b')  # on this thread: no maker yet
     assert mkdirs.made() == [b'a', b'a/b']
-    directories.make_ahead(grace=1.0)
     directories.want(root, b'a/b/c/d')
     directories.want(root, b'a/b')
     assert soon(lambda: directories.known(root, b'a/b/c/d'), 5)
@@ -160,8 +182,7 @@ def test_few_mkdirs_at_a_time_in_a_parent_many_across_parents(
     kernel, one waiting on its lock), and those of different parents at
     once (each waits 20 ms: a round trip)."""
     mkdirs = Mkdirs(monkeypatch, root, sleep=0.02)
-    directories = directoriesmod.Directories()
-    directories.make_ahead(grace=1.0)
+    directories = directoriesmod.Directories(ahead=True, grace=1.0)
     leaves = tree(6, 2)  # 6 parents of 6 each
     for leaf in leaves:
         directories.want(root, leaf)
@@ -170,8 +191,6 @@ def test_few_mkdirs_at_a_time_in_a_parent_many_across_parents(
     finished(directories)
     assert mkdirs.peak_per_parent == dirmaker.PER_PARENT
     assert mkdirs.peak >= 2 * dirmaker.PER_PARENT
-    # 6 levels of the root's, then 6 parents' 6 each side by side: well
-    # under the 42 round trips one after the other
     assert len(mkdirs.calls) == 42
 
 
@@ -179,11 +198,10 @@ def test_threads_grow_to_the_cap_not_past_it(monkeypatch, root):
     """Threads start while parents wait for one, up to MOST_THREADS:
     twelve directories in twelve parents that exist, three at a time."""
     monkeypatch.setattr(dirmaker, 'MOST_THREADS', 3)
-    directories = directoriesmod.Directories()
+    directories = directoriesmod.Directories(ahead=True, grace=1.0)
     for i in range(12):
         directories.prepare(root, b'p%d' % i)  # known: made here
     mkdirs = Mkdirs(monkeypatch, root, sleep=0.02)
-    directories.make_ahead(grace=1.0)
     for i in range(12):
         directories.want(root, b'p%d/q' % i)
         assert len(makers_alive()) <= 3
@@ -197,8 +215,7 @@ def test_threads_grow_to_the_cap_not_past_it(monkeypatch, root):
 def test_createmode_is_core_s(root):
     """A directory made ahead gets the vfs's createmode, as
     util.makedirs gives it, whatever the umask."""
-    directories = directoriesmod.Directories()
-    directories.make_ahead(grace=1.0)
+    directories = directoriesmod.Directories(ahead=True, grace=1.0)
     directories.want(root, b'x/y', createmode=0o750)
     assert soon(lambda: directories.known(root, b'x/y'))
     finished(directories)
@@ -215,8 +232,7 @@ def test_a_writer_waits_for_a_directory_wanted_and_makes_none(
     directory wanted ahead waits for the maker, and makes nothing itself;
     one never wanted it makes itself, at once."""
     mkdirs = Mkdirs(monkeypatch, root, sleep=0.05)
-    directories = directoriesmod.Directories()
-    directories.make_ahead(grace=1.0)
+    directories = directoriesmod.Directories(ahead=True, grace=1.0)
     directories.want(root, b'w/x/y')
     outcome = {}
 
@@ -228,6 +244,7 @@ def test_a_writer_waits_for_a_directory_wanted_and_makes_none(
     thread = threading.Thread(target=writer)
     thread.start()
     thread.join(5)
+    assert not thread.is_alive()  # done before the teardown woke it
     finished(directories)
     assert outcome == {'made': True}
     writers_own = [name for name, _, t in mkdirs.calls if t is thread]
@@ -239,8 +256,7 @@ def test_off_a_pool_thread_prepare_never_waits(monkeypatch, root):
     waits on the maker: a directory still being made ahead it makes
     itself (finding it made, or making it first)."""
     mkdirs = Mkdirs(monkeypatch, root, sleep=0.3)
-    directories = directoriesmod.Directories()
-    directories.make_ahead(grace=1.0)
+    directories = directoriesmod.Directories(ahead=True, grace=1.0)
     directories.want(root, b'slow')
     start = time.monotonic()
     directories.prepare(root, b'slow')
@@ -262,10 +278,9 @@ def test_a_failed_mkdir_is_the_writer_s_to_make_and_report(
     be."""
     nospace = OSError(errno.ENOSPC, 'No space left on device')
     mkdirs = Mkdirs(monkeypatch, root, failing={b'f/g': nospace})
-    directories = directoriesmod.Directories()
-    directories.make_ahead(grace=1.0)
+    directories = directoriesmod.Directories(ahead=True, grace=1.0)
     directories.want(root, b'f/g/h')
-    assert directories.maker.wait_for(root, b'f/g/h') is False
+    assert waited(directories, root, b'f/g/h') is False
     assert directories.maker.failed == 1
     assert not os.path.exists(os.path.join(root, b'f/g'))
     assert mkdirs.made() == [b'f', b'f/g']
@@ -292,10 +307,9 @@ def test_a_file_in_the_way_is_found_by_the_writer_s_open(monkeypatch, root):
     with open(os.path.join(root, b'file'), 'wb'):
         pass
     Mkdirs(monkeypatch, root)
-    directories = directoriesmod.Directories()
-    directories.make_ahead(grace=1.0)
+    directories = directoriesmod.Directories(ahead=True, grace=1.0)
     directories.want(root, b'file/below')
-    assert directories.maker.wait_for(root, b'file/below') is False
+    assert waited(directories, root, b'file/below') is False
     with pytest.raises(OSError) as caught:
         directories.prepare(root, b'file/below')
     assert caught.value.errno == errno.ENOTDIR
@@ -311,10 +325,9 @@ def test_a_mode_that_cannot_be_set_leaves_the_directory_to_the_writer(
     def chmod(name, mode):
         raise denied
     monkeypatch.setattr(os, 'chmod', chmod)
-    directories = directoriesmod.Directories()
-    directories.make_ahead(grace=1.0)
+    directories = directoriesmod.Directories(ahead=True, grace=1.0)
     directories.want(root, b'm', createmode=0o700)
-    assert directories.maker.wait_for(root, b'm') is False
+    assert waited(directories, root, b'm') is False
     assert not os.path.exists(os.path.join(root, b'm'))
     finished(directories)
 
@@ -334,8 +347,7 @@ def test_stop_wakes_waiting_writers_and_joins_every_thread(
         gate.wait(5)
         raise OSError(errno.EIO, 'stopped')
     monkeypatch.setattr(util, 'makedir', blocked)
-    directories = directoriesmod.Directories()
-    directories.make_ahead(grace=1.0)
+    directories = directoriesmod.Directories(ahead=True, grace=1.0)
     for leaf in tree(2, 3):
         directories.want(root, leaf)
     result = {}
@@ -369,8 +381,7 @@ def test_join_after_an_interrupt_leaves_a_hung_mkdir_after_the_grace(
         entered.set()
         release.wait(10)
     monkeypatch.setattr(util, 'makedir', hanging)
-    directories = directoriesmod.Directories()
-    directories.make_ahead(grace=0.2)
+    directories = directoriesmod.Directories(ahead=True, grace=0.2)
     directories.want(root, b'hung')
     assert entered.wait(2)
     start = time.monotonic()
@@ -379,3 +390,63 @@ def test_join_after_an_interrupt_leaves_a_hung_mkdir_after_the_grace(
     assert makers_alive()
     release.set()
     assert soon(lambda: not makers_alive(), 5)
+
+
+def test_a_maker_that_made_nothing_is_finished_by_its_teardown(
+        monkeypatch, root):
+    """A maker whose directories were all known (no thread started) is
+    finished by the teardown all the same: the stream's session checks
+    that to know its teardown ran to its end."""
+    directories = directoriesmod.Directories(ahead=True, grace=1.0)
+    directories.prepare(root, b'known')
+    directories.want(root, b'known')
+    assert directories.maker is not None
+    assert directories.maker.started == 0
+    assert not directories.ahead_finished
+    assert directories.finish_ahead() is None
+    assert directories.ahead_finished
+
+
+def test_no_thread_to_be_had_leaves_the_directories_to_the_writers(
+        monkeypatch, root):
+    """Where the system starts no thread (a process limit), nothing waits
+    for the maker: a writer makes its own directory."""
+    from hgext3rd.backgroundclose.engine import helpers
+    monkeypatch.setattr(helpers.HelperThreads, 'spawn', lambda self: False)
+    directories = directoriesmod.Directories(ahead=True, grace=1.0)
+    directories.want(root, b'u/v')
+    assert waited(directories, root, b'u/v') is False
+    directories.prepare(root, b'u/v')
+    assert os.path.isdir(os.path.join(root, b'u/v'))
+    finished(directories)
+
+
+def test_what_else_a_mkdir_raises_is_the_writer_s_to_report(
+        monkeypatch, root):
+    """A mkdir that raises something else than an OSError (a name the
+    system refuses) fails ahead like any other: the maker's thread goes
+    on, the writer is told to make it, and its own mkdir raises the
+    error to report."""
+    refused = ValueError('embedded null byte')
+    Mkdirs(monkeypatch, root, failing={b'bad': refused})
+    directories = directoriesmod.Directories(ahead=True, grace=1.0)
+    directories.want(root, b'bad/below')
+    directories.want(root, b'good')
+    assert waited(directories, root, b'bad/below') is False
+    assert waited(directories, root, b'good') is True
+    with pytest.raises(ValueError):
+        directories.prepare(root, b'bad/below')
+    finished(directories)
+
+
+def test_only_where_mkdir_may_wait_on_a_network(monkeypatch, root):
+    """Unless told, directories are made ahead only below a root that is
+    not on a local file system (tmpfs, ext4, ...): there a mkdir never
+    waits on a network, and threads would only be more to schedule."""
+    for fstype, ahead in ((b'tmpfs', False), (b'ext2', False),
+                          (b'nfs', True), (b'fuse.sshfs', True)):
+        monkeypatch.setattr(util, 'getfstype', lambda path, t=fstype: t)
+        directories = directoriesmod.Directories(grace=1.0)
+        directories.want(root, b'%s-dir' % fstype.replace(b'.', b'-'))
+        assert (directories.maker is not None) is ahead, fstype
+        finished(directories)

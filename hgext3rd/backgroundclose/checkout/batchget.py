@@ -392,11 +392,6 @@ class Checkout:
         data = self.repo.wwritedata(f, self.reads.take(f))
         item = CheckoutFile(self, f, wvfs.join(f), data, b'x' in flags)
         if self.policy.deferring and self._hand_over(item):
-            # its directory made ahead of its writer, once its parent is
-            dirname = f.rpartition(b'/')[0]
-            if dirname:
-                self.directories.make_ahead(engine.Closer.GRACE)
-                self.directories.want(self.root, dirname)
             return
         self._write_here(item)
 
@@ -420,6 +415,8 @@ class Checkout:
         if closer is None or not self.budget.take(len(item.data)):
             return False
         item.held = len(item.data)
+        # its directory made ahead of its writer, once its parent is
+        self.directories.want(self.root, item.path.rpartition(b'/')[0])
         closer.close(item, item.name)
         return True
 
@@ -440,6 +437,9 @@ class Checkout:
         consumer unwinds from goes on."""
         if failing:
             self.cancelled.set()
+            # writers waiting for a directory made ahead make their own,
+            # which an interrupt may have left half-wanted
+            self.directories.stop_ahead()
         closer = self.writers.closer
         reads = self.reads
         interrupted = failing

@@ -17,7 +17,7 @@ core's would.  See docs/design.rst, "The checkout".
 import collections
 import threading
 
-from mercurial import context, filelog, localrepo, util
+from mercurial import context, filelog, localrepo
 from mercurial.revlogutils import flagutil
 
 from .. import engine
@@ -26,7 +26,7 @@ from ..engine import (
     threads as threadsmod,
     writepolicy as writepolicymod,
 )
-from ..shared import seams
+from ..shared import filesystems, seams
 
 # the most reader threads: enough for the round trips of a store read
 # (four or five) to overlap with a writer's, never one per file
@@ -53,28 +53,14 @@ def _core_s(cls, name, module):
     return False
 
 
-# file systems whose reads never wait on the network: a read there that
-# seems to wait (wall time the reading thread did not spend on the CPU)
-# waits for the interpreter's lock, as writer threads close files, which
-# reader threads would only make busier.  Mercurial's own names
-# (util.getfstype; ext2 stands for ext3 and ext4, which share its magic)
-_LOCAL = frozenset((
-    b'apfs', b'btrfs', b'ext2', b'ext3', b'ext4', b'f2fs', b'hfs', b'jfs',
-    b'overlay', b'ramfs', b'reiserfs', b'squashfs', b'tmpfs', b'xfs', b'zfs',
-))
-
-
 def read_mode(repo, mode):
     """how the store is read for a checkout whose writers are ``mode``:
     as the writers, but never ahead by measure (adaptive) where the store
     is on a local file system"""
     if mode != engine.ADAPTIVE:
         return mode
-    try:
-        fstype = util.getfstype(repo.store.path)
-    except Exception:  # (unknown: the reads' times decide)
-        fstype = None
-    return engine.INLINE if fstype in _LOCAL else mode
+    return (engine.INLINE if filesystems.is_local(repo.store.path)
+            else mode)
 
 
 def core_s_read_path(repo, mctx):

@@ -69,6 +69,12 @@ class HelperThreads:
         deadline = time.monotonic() + self._grace if interrupted else None
         threads = self._threads
         pending = list(threads)
+        try:
+            stop()  # once at least, though no thread ever started
+        except (KeyboardInterrupt, SystemExit) as exc:
+            caught = exc
+            if deadline is None:
+                deadline = time.monotonic() + self._grace
         while pending:
             try:
                 stop()

@@ -27,7 +27,7 @@ import threading
 from mercurial import util
 
 from .. import engine
-from . import dirmaker
+from . import dirmaker, filesystems
 
 
 class Directories:
@@ -39,7 +39,7 @@ class Directories:
     # forgotten costs one mkdir that finds it existing.
     MOST = 8192
 
-    def __init__(self, timed=False):
+    def __init__(self, timed=False, ahead=None, grace=None):
         self._known = {}  # root -> directories below it (relative)
         self._prefixes = {}  # root -> what goes before a directory's name
         # every mkdir system call, timed if ``timed``
@@ -50,23 +50,43 @@ class Directories:
         # writer threads prepare directories too (deferredwrite.py): the
         # sets and counts change under this lock, never a mkdir
         self._lock = threading.Lock()
-        # the directories made ahead of the writers, once asked for
+        # root -> whether the directories wanted below it are made ahead
+        # of the writers: not on a local file system, where a mkdir never
+        # waits on a network, unless ``ahead`` says
+        self._ahead = {}
+        self._force_ahead = ahead
+        # after an interrupt, how long the teardown waits for a mkdir
+        # still in flight: the closer's grace
+        self._grace = engine.Closer.GRACE if grace is None else grace
+        # the directories made ahead of the writers, once one is wanted
         self.maker = None
-
-    def make_ahead(self, grace):
-        """from now on, directories ``want()``-ed are made ahead of the
-        writers (dirmaker.py), whose ``prepare()`` waits for them.  The
-        teardown calls ``finish_ahead()``, after the writers'."""
-        if self.maker is None:
-            self.maker = dirmaker.DirectoryMaker(self, util.timer, grace)
 
     def want(self, root, dirname, createmode=None, notindexed=False):
         """on the applying thread, as a file goes to the writers: its
-        parent directory ``dirname`` (relative to ``root``, audited) to be
-        made ahead of its writer, if directories are (``make_ahead()``)"""
+        parent directory ``dirname`` (relative to ``root``, audited) made
+        ahead of its writer (dirmaker.py), whose ``prepare()`` waits for
+        it, unless ``root`` is on a local file system.  The teardown
+        calls ``finish_ahead()``, after the writers'."""
+        ahead = self._ahead.get(root)
+        if ahead is None:
+            ahead = self._ahead[root] = (
+                self._force_ahead if self._force_ahead is not None
+                else not filesystems.is_local(root))
+        if not ahead or not dirname:
+            return
+        maker = self.maker
+        if maker is None:
+            maker = self.maker = dirmaker.DirectoryMaker(
+                self, util.timer, self._grace)
+        maker.want(root, dirname, createmode, notindexed)
+
+    def stop_ahead(self):
+        """the teardown's first step, failing: nothing more is made ahead,
+        and writers waiting for a directory make their own (never
+        waits)"""
         maker = self.maker
         if maker is not None:
-            maker.want(root, dirname, createmode, notindexed)
+            maker.stop()
 
     def finish_ahead(self, interrupted=False):
         """the teardown's step for the directories made ahead, after the
@@ -76,6 +96,12 @@ class Directories:
         if maker is None:
             return None
         return maker.join(interrupted)
+
+    @property
+    def ahead_finished(self):
+        """whether no directory maker runs: none was made, or its
+        teardown ran to its end"""
+        return self.maker is None or self.maker.joined
 
     @property
     def ahead(self):

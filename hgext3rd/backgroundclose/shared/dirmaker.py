@@ -134,7 +134,10 @@ class DirectoryMaker:
         # a thread a parent: one more at a time, here (a start costs this
         # thread a wait for it to run)
         if len(self._threads) < min(MOST_THREADS, parents):
-            self._threads.spawn()
+            if not self._threads.spawn() and not self._threads:
+                # none to be had (a process limit): the writers make
+                # their own, as before
+                self.stop()
 
     def _add_ready(self, parent, entries):
         """``entries``, whose ``parent`` exists, to be made (the mutex
@@ -213,9 +216,9 @@ class DirectoryMaker:
             event.set()
 
     def join(self, interrupted=False):
-        """the teardown's last step, after the writers': every thread
-        joined, each after the mkdir it is in; an interrupt meanwhile is
-        returned (helpers.HelperThreads.join)"""
+        """the teardown's last step, after the writers': stopped, and
+        every thread joined, each after the mkdir it is in; an interrupt
+        meanwhile is returned (helpers.HelperThreads.join)"""
         return self._threads.join(self.stop, interrupted)
 
     # the threads ----------------------------------------------------------
@@ -223,6 +226,15 @@ class DirectoryMaker:
     def _maker(self):
         # a Ctrl-C is the main thread's, never a mkdir's in progress here
         threadsmod.block_worker_signals()
+        try:
+            self._make_ready()
+        except BaseException:
+            # a bug, not a mkdir's failure (those _make() keeps): no
+            # writer is left waiting for what this thread took
+            self.stop()
+            raise
+
+    def _make_ready(self):
         work = self._work
         while True:
             with work:
@@ -232,7 +244,11 @@ class DirectoryMaker:
                     return
                 parent = self._open.popleft()
                 self._opened.discard(parent)
-                ready = self._ready[parent]
+                ready = self._ready.get(parent)
+                if not ready:
+                    # offered twice (an interrupt in want() on the
+                    # applying thread) and taken already
+                    continue
                 entry = ready.popleft()
                 if not ready:
                     del self._ready[parent]
@@ -288,7 +304,10 @@ class DirectoryMaker:
         except FileExistsError:
             # the writer's open finds out if it is no directory
             pass
-        except OSError:
+        except Exception:
+            # an OSError, or what a name the system refuses raises (a NUL
+            # in it): the writer's own mkdir raises it again, in core's
+            # words
             if made:
                 # its mode could not be set: gone again, so that the
                 # writer makes it, and fails, as core would

@@ -196,6 +196,9 @@ class ApplySession(sessionmod.Session):
         then raise the first failure or interrupt"""
         if failing:
             self.cancelled.set()  # queued files: nothing more to write
+            # writers waiting for a directory made ahead make their own,
+            # which an interrupt may have left half-wanted
+            self.directories.stop_ahead()
         first = None
         for closer in (self.wholefiles.closer, self.closer):
             if closer is None:
@@ -225,9 +228,8 @@ class ApplySession(sessionmod.Session):
         return (self.wholefiles.closer, self.closer)
 
     def closers_finished(self):
-        maker = self.directories.maker
-        return super().closers_finished() and (
-            maker is None or maker.joined)
+        return (super().closers_finished()
+                and self.directories.ahead_finished)
 
     def finish(self, failing):
         try:

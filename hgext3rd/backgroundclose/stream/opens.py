@@ -108,7 +108,6 @@ class StreamOpener:
                 directories.prepare(root, dirname, createmode, notindexed)
 
         # made ahead of its writer, once its parent is
-        directories.make_ahead(engine.Closer.GRACE)
         directories.want(root, dirname, createmode, notindexed)
 
         storename = getattr(deferred, 'storename', None)

@@ -95,9 +95,7 @@ class StreamV2Writer:
         once its parent is, if its writer makes it (stream_directory)"""
         directory = self._streamdirs.get(path)
         if directory is not None:
-            directories = self._session.directories
-            directories.make_ahead(engine.Closer.GRACE)
-            directories.want(*directory)
+            self._session.directories.want(*directory)
 
     def _open(self, path, mode, holdmost, owned=None):
         """open a file as core's _write_files does, into the owned set:
