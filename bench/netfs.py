@@ -147,7 +147,7 @@ class Rows:
         server_cpu = (server_after - server_before
                       if None not in (server_before, server_after) else 0.0)
         return dict(seconds=seconds, maxrss_kb=rss, cpu=cpu,
-                    server_cpu=server_cpu,
+                    server_cpu=server_cpu, cpu_total=cpu + server_cpu,
                     requests=served['requests'], busy_ns=served['busy_ns'],
                     peak=served['peak'],
                     kinds={k: served[k] for k in rttfs.COUNTERS[4:]})
@@ -158,7 +158,7 @@ def floor(row, cores):
     the CPU of the command (its ssh server too) and of the model's server,
     which here shares the cores with it"""
     rtt = row['roundtrip_us'] * 1e-6
-    cpu = row['cpu'] + row.get('server_cpu', 0.0)
+    cpu = row.get('cpu_total', row['cpu'])
     return row['requests'] * rtt / max(1, row['peak']) + cpu / cores
 
 
@@ -170,8 +170,8 @@ def summarize(samples, cores):
     rows = []
     for (rtt, what, config), group in sorted(groups.items()):
         med = {key: statistics.median(g.get(key, 0.0) for g in group)
-               for key in ('seconds', 'cpu', 'server_cpu', 'requests',
-                           'busy_ns', 'peak', 'maxrss_kb')}
+               for key in ('seconds', 'cpu', 'server_cpu', 'cpu_total',
+                           'requests', 'busy_ns', 'peak', 'maxrss_kb')}
         row = dict(roundtrip_us=rtt, what=what, config=config,
                    runs=len(group), **med)
         row['in_flight'] = row['busy_ns'] * 1e-9 / row['seconds']
