@@ -17,6 +17,8 @@ docs/design.rst for the layers.
 - descriptors.py: opening, writing and closing with one owner at a time;
 - failures.py: what failed anywhere, raised once on the closer's owner;
 - stats.py, threads.py, native.py: what those share;
+- helpers.py: the threads of helpers that work ahead of a seam's applying
+  thread (its store readers, its directory makers);
 - _closelane.c, _opstat.c: the C lane, and the report's counters in C.
 """
 

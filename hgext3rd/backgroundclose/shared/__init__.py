@@ -8,7 +8,9 @@
 (session.py) and the wrappers in place while it runs (seams.py); who owns
 a descriptor a vfs opened (handover.py) and the file objects core gets
 (handedfiles.py); writer threads (deferredwrite.py); parent directories
-made once (directories.py); the ``[worker]`` settings (settings.py), the
+made once (directories.py), ahead of the writers (dirmaker.py), unless
+on a local file system (filesystems.py); the ``[worker]`` settings
+(settings.py), the
 messages (messages.py), the timing report (report.py), and Mercurial's
 release differences (compat.py).  These import the engine and each other,
 never a seam or the face.  See docs/design.rst, "The layers".
