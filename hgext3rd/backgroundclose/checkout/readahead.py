@@ -218,7 +218,7 @@ class StoreReads:
                         self._held -= len(data)
                     # a reader may wait for room, or for this file to
                     # be the next one
-                    self._notify()
+                    helpers.notify(self._cond)
                     break
                 if waited is None:
                     waited = self._clock()
@@ -258,7 +258,7 @@ class StoreReads:
             with self._mutex:
                 self._slots.extend(fresh)
                 self._queued.extend(s for s in fresh if not s.done)
-                self._notify()
+                helpers.notify(self._cond)
 
     def _start(self, position):
         """read ahead from ``position`` on: two readers, more while the
@@ -275,16 +275,6 @@ class StoreReads:
         if len(self._readers) < MOST_THREADS and self._queued:
             self._readers.spawn()
 
-    def _notify(self):
-        """the readers told to look again (the mutex held).  Python 3.9
-        and 3.10's notify can leave a waiter an interrupt cut short in
-        its list, which a later notify fails to release: they look again
-        soon anyway (``_LOOK_AGAIN``)"""
-        try:
-            self._cond.notify_all()
-        except RuntimeError:
-            pass
-
     def stop(self):
         """the teardown's first step, which never waits (and again
         ``join()``'s first, in case an interrupt cut this one short): the
@@ -297,7 +287,7 @@ class StoreReads:
             self._queued.clear()
             self._slots.clear()
             self._held = 0
-            self._notify()
+            helpers.notify(self._cond)
 
     @property
     def started(self):

@@ -18,6 +18,21 @@ import time
 START_GRACE = 1.0
 
 
+def notify(cond, every=True):
+    """``cond`` notified, all its waiters or one (its lock held), from a
+    thread that takes Ctrl-C.  Python 3.9 and 3.10's notify can leave a
+    waiter an interrupt cut short in its list, which a later notify fails
+    to release: a helper's waiters look again soon anyway, so that
+    failure is let go"""
+    try:
+        if every:
+            cond.notify_all()
+        else:
+            cond.notify()
+    except RuntimeError:
+        pass
+
+
 class HelperThreads:
     """the threads running ``target``, named ``name``"""
 

@@ -158,21 +158,7 @@ class DirectoryMaker:
         ):
             self._open.append(parent)
             self._opened.add(parent)
-            self._notify(self._work, False)
-
-    @staticmethod
-    def _notify(cond, every=True):
-        """``cond`` notified (its lock held).  Python 3.9 and 3.10's notify
-        can leave a waiter an interrupt cut short in its list, which a
-        later notify fails to release: they look again soon anyway
-        (``_LOOK_AGAIN``)"""
-        try:
-            if every:
-                cond.notify_all()
-            else:
-                cond.notify()
-        except RuntimeError:
-            pass
+            helpers.notify(self._work, every=False)
 
     # writers --------------------------------------------------------------
 
@@ -211,7 +197,7 @@ class DirectoryMaker:
             self._pending.clear()
             events = list(self._events.values())
             self._events.clear()
-            self._notify(self._work)
+            helpers.notify(self._work)
         for event in events:
             event.set()
 
