@@ -74,10 +74,20 @@ To the null revision and back, with core's update workers and without:
   wc: as core
 
 A pull of two revisions that change and remove files, then an update to
-them, as core's:
+them, as core's.  Each file revlog of the pull waits on round trips (open,
+read, write, close), so they were applied on threads, each whole; the
+store is core's, byte for byte (the fncache lists the same files, in no
+order, as core's does):
 
+  $ storetree() {
+  >   (cd "served/$1/.hg/store" && find . -type f ! -name 'undo*' \
+  >     ! -name fncache -exec md5sum {} + | LC_ALL=C sort &&
+  >     LC_ALL=C sort fncache)
+  > }
   $ hg -R mnt/core pull -q src2 --config extensions.backgroundclose=!
-  $ hg -R mnt/wc pull -q src2
+  $ hg -R mnt/wc pull --debug src2 | grep '^backgroundclose: changegroup files'
+  backgroundclose: changegroup files: * file revlogs in * s, applied by * threads, 0 too large to hold applied on the applying thread (glob)
+  $ diff <(storetree core) <(storetree wc)
   $ diff <(hg -R mnt/core log -T '{node}\n') <(hg -R mnt/wc log -T '{node}\n')
   $ hg -R mnt/core update -q tip --config extensions.backgroundclose=!
   $ hg -R mnt/wc update -q tip
@@ -148,6 +158,27 @@ working copy is an interrupted update that hg update --clean recovers:
   (interrupted update)
   $ hg -R mnt/int update -q --clean
   $ diff <(wctree src) <(wctree served/int) && hg -R mnt/int status
+
+Ctrl-C midway through a pull into an empty repository, its file revlogs
+being applied on threads: hg stops applying, joins every thread, keeps no
+descriptor open, and rolls the transaction back; the repository is empty
+and whole, and the same pull then runs to its end:
+
+  $ hg init mnt/pulled
+  $ python3 "$TESTDIR/interrupt.py" INT served/pulled/.hg/store 60 -- \
+  >   -R mnt/pulled -q pull src2
+  transaction abort!
+  rollback completed
+  interrupted!
+  exit 255
+  signalled while running: True
+  stopped writing at the signal: True
+  threads as before: True
+  descriptors as before: True
+  $ hg -R mnt/pulled log -T '{rev}\n'
+  $ hg -R mnt/pulled verify -q
+  $ hg -R mnt/pulled pull -q src2 && hg -R mnt/pulled verify -q
+  $ diff <(hg -R src2 log -T '{node}\n') <(hg -R mnt/pulled log -T '{node}\n')
 
 The mount goes away with its process:
 

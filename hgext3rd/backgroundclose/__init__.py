@@ -20,7 +20,8 @@ closes to one closer, and updates write each file whole.  By default it
 times closes: cheap, it closes on the applying thread as core does; slow,
 on background threads (in C where they were built), as many as keep up.
 Where making a file waits too (sshfs, NFS), writer threads write whole
-files.  A failed close aborts and names the file; a failed or interrupted
+files, and a changegroup's file revlogs are applied on threads, each
+whole.  A failed close aborts and names the file; a failed or interrupted
 stream apply removes what it wrote.  Repositories stay in core's format.
 
 Enable it for one user in ``~/.hgrc``, or for every user in a ``.rc`` file
@@ -104,7 +105,8 @@ core's own):
   Write whole stream and working-copy files on writer threads: unset, once
   making a file is measured to wait (100 microseconds or more on average),
   never with ``inline``; ``true`` always; ``false`` never.  At most 32 MB
-  of file data wait in memory.
+  of file data wait in memory.  Likewise a changegroup's file revlogs,
+  applied on threads: unset, where the store is on a network file system.
 
 ``backgroundclosejournal``
   Register each file a stream apply writes with its transaction, so that

@@ -31,6 +31,11 @@ index and data, by a rollback.  So, during a session:
   that a rollback truncates closed files; close errors then stay behind the
   first error.
 
+Where the store is on a network file system (or with
+``worker.backgroundclosewrites`` true), the file revlogs step is
+filelogs.py's instead: its threads apply each revlog whole, and close
+their own files.
+
 Opening itself is core's: path audit, store encoding, fncache registration
 and the transaction's journal are untouched.  One open is not made at all:
 a new revlog's index, just found missing by a read, is opened ``r+``
@@ -53,6 +58,7 @@ from mercurial import (
     vfs as vfsmod,
 )
 
+from . import filelogs
 from ..shared import (
     handedfiles,
     seams,
@@ -126,6 +132,13 @@ def step(orig, *args, **kwargs):
         # not a local repository with a store of its own; or a step inside
         # a stream apply (it has a closer of its own) or inside a step
         return orig(*args, **kwargs)
+    if source is not None and hasattr(args[0], 'svfs'):
+        arguments = filelogs.arguments(orig, args, kwargs)
+        if arguments is not None and filelogs.applies(
+                repo, orig, arguments[3], arguments[6]):
+            # the file revlogs on threads, each closing its own files
+            positional, extras = arguments[:6], arguments[6]
+            return filelogs.apply_files(orig, *positional, **extras)
     session = RevlogSession(
         repo, _expected_files(args, kwargs), source, label
     )

@@ -66,7 +66,7 @@ def batchget(orig, repo, mctx, wctx, wantfiledata, actions):
     ``Checkout``, where one can write them as core would, and where
     ``orig`` is core's own (another extension's wrapper put in place
     before this one, in its ``uisetup`` say, runs, and core's with it)"""
-    if not (_core_s_function(orig) and _applies(repo, wctx, actions)):
+    if not (seams.core_s_function(orig) and _applies(repo, wctx, actions)):
         checkoutsummary.left_to_core(repo, len(actions))
         return orig(repo, mctx, wctx, wantfiledata, actions)
     return Checkout(repo, wctx).get(mctx, wantfiledata, actions)
@@ -133,16 +133,6 @@ def _core_s_write_path(repo, wctx, actions):
             ):
                 return False
     return True
-
-
-def _core_s_function(function):
-    """whether ``function`` is core's own, not a wrapper another extension
-    put in place (``extensions.wrapfunction`` gives a wrapper the
-    ``__module__`` of what it wraps, and ``_origfunc``)"""
-    module = getattr(function, '__module__', None) or ''
-    return module.startswith('mercurial.') and not hasattr(
-        function, '_origfunc'
-    )
 
 
 def _core_s_class(cls, module, name):

@@ -18,7 +18,6 @@ import collections
 import threading
 
 from mercurial import context, filelog, localrepo
-from mercurial.revlogutils import flagutil
 
 from .. import engine
 from ..engine import (
@@ -40,18 +39,6 @@ GRACE = engine.Closer.GRACE
 # applying thread takes next (one larger than this is read alone)
 HELD = 16 << 20
 
-def _core_s(cls, name, module):
-    """whether ``cls.name`` is core's own: defined in ``module`` by the
-    first class of ``cls``'s that defines it, and no extension's wrapper
-    around it"""
-    for owner in cls.__mro__:
-        if name in vars(owner):
-            if owner.__module__ != module.__name__:
-                return False
-            core = seams.core_s_own(owner, name)
-            return core is not None and getattr(cls, name, None) is core
-    return False
-
 
 def read_mode(repo, mode):
     """how the store is read for a checkout whose writers are ``mode``:
@@ -68,10 +55,7 @@ def core_s_read_path(repo, mctx):
     code, which reads the store and nothing else: no flag processor of
     another extension's (lfs reads its blobs elsewhere, from a network),
     and no function on the way wrapped or overridden"""
-    registered = getattr(repo.svfs, 'options', {}).get(b'flagprocessors')
-    if registered or any(processor is not None
-                         for processor in flagutil.flagprocessors.values()):
-        # (lfs registers its processor with the repository's store)
+    if seams.flag_processors(repo):
         return False
     # what a read runs through, each core's own or no read ahead: the
     # repository's filelog, the changeset's file context, its data and
@@ -87,7 +71,7 @@ def core_s_read_path(repo, mctx):
         (None, filelog.filelog, 'read', filelog),
     )
     for obj, cls, name, module in read_path:
-        if not _core_s(cls, name, module):
+        if not seams.core_s_method(cls, name, module):
             return False
         if obj is not None and name in getattr(obj, '__dict__', ()):
             return False

@@ -119,3 +119,24 @@ class HelperThreads:
                     deadline = time.monotonic() + self._grace
         del threads[:]
         return caught
+
+    def wait_all(self):
+        """every thread joined, however long each takes: for threads
+        whose work must be over before the caller's next step (a
+        transaction's abort).  An interrupt goes on to the caller, the
+        threads not joined yet still listed for the next call.  A thread
+        whose start() an interrupt cut short gets ``START_GRACE`` seconds
+        to show it runs, or never will."""
+        threads = self._threads
+        while threads:
+            thread = threads[0]
+            unstarted_until = time.monotonic() + START_GRACE
+            while True:
+                try:
+                    thread.join()
+                    break
+                except RuntimeError:  # not started (yet)
+                    if time.monotonic() > unstarted_until:
+                        break
+                    time.sleep(0.001)
+            threads.pop(0)

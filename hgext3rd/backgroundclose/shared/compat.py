@@ -9,6 +9,9 @@
 Nothing else in the extension looks at Mercurial's version.
 """
 
+import importlib.util
+import inspect
+import types
 import weakref
 
 from mercurial import (
@@ -256,3 +259,54 @@ def vfs_base(vfs):
     while not hasattr(vfs, 'base') and hasattr(vfs, 'vfs'):
         vfs = vfs.vfs
     return vfs.base
+
+
+def writable_filelog(repo):
+    """how core's _addchangegroupfiles gets a file revlog to add to:
+    ``repo.file(name, writable=True)`` where the repository's ``file``
+    takes ``writable`` (newer releases), ``repo.file(name)`` where
+    it does not (6.5)"""
+    try:
+        takes = 'writable' in inspect.signature(repo.file).parameters
+    except (TypeError, ValueError):
+        takes = False
+    if takes:
+        return lambda name: repo.file(name, writable=True)
+    return repo.file
+
+
+def inbound_size(revision):
+    """the bytes a changegroup's revision holds in memory: the delta (and
+    any full text read with it) of an ``InboundRevision`` (newer
+    releases), the sixth item of a tuple (6.5)"""
+    delta = getattr(revision, 'delta', None)
+    if delta is None and isinstance(revision, tuple):
+        delta = revision[5]
+    raw = getattr(revision, 'raw_text', None)
+    return len(delta or b'') + len(raw or b'')
+
+
+def load_lazy_modules(roots):
+    """every Mercurial module that ``roots`` (modules) import, directly
+    or through one another, loaded now if Mercurial's demandimport left
+    it to load at its first use.  Python's lazy loader is not safe for
+    threads before Python 3.12.3: two threads that first use a module at
+    once, one finds it half run (an ``AttributeError`` of core's code).
+    Threads that run core's code load it first, on one thread."""
+    lazy = getattr(importlib.util, '_LazyModule', None)
+    seen = set()
+    todo = list(roots)
+    while todo:
+        module = todo.pop()
+        if module is None or id(module) in seen:
+            continue
+        seen.add(id(module))
+        # read without loading it: a lazy module's own attribute reads
+        # load it
+        name = types.ModuleType.__getattribute__(module, '__name__')
+        if not name.startswith('mercurial'):
+            continue
+        if lazy is not None and type(module) is lazy:
+            getattr(module, '__doc__', None)  # runs it
+        todo.extend(value for value in list(vars(module).values())
+                    if isinstance(value, types.ModuleType))

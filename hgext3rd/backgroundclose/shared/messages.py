@@ -120,6 +120,28 @@ def summarize_stream(ui, fmt, files, seconds, closer, stats, writers, watch,
     )
 
 
+def summarize_filelogs(ui, revlogs, threads, here, seconds):
+    """after a changegroup's file revlogs were applied on threads
+    (changegroup/filelogs.py): with ``--debug``, a line, and in any case
+    the ``ui.log`` line"""
+    line = (b'backgroundclose: changegroup files: %d file revlogs in '
+            b'%.2f s, applied by %d threads, %d too large to hold applied '
+            b'on the applying thread\n')
+    args = (revlogs, seconds, threads, here)
+    ui.debug(line % args)
+    _log(
+        ui,
+        line,
+        args,
+        dict(
+            backgroundclose_count=revlogs,
+            backgroundclose_unit=b'revlogs',
+            backgroundclose_seconds=seconds,
+            backgroundclose_threads=threads,
+        ),
+    )
+
+
 def report_unowned(ui):
     """with ``--debug``, once: the descriptors a caller asked to close
     without owning them, left open (engine/descriptors.py); a bug"""

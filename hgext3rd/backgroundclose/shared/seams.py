@@ -28,6 +28,7 @@ import functools
 import threading
 
 from mercurial import extensions
+from mercurial.revlogutils import flagutil
 
 # the attribute of a store's raw vfs that holds the session writing into
 # that store: a stream apply or a changegroup step, one at a time
@@ -80,6 +81,39 @@ def core_s_own(container, name):
     if getattr(chain[-1], '__module__', None) != home:
         return None
     return chain[-1]
+
+
+def core_s_function(function):
+    """whether ``function`` is core's own, not a wrapper another extension
+    put in place (``extensions.wrapfunction`` gives a wrapper the
+    ``__module__`` of what it wraps, and ``_origfunc``)"""
+    module = getattr(function, '__module__', None) or ''
+    return module.startswith('mercurial.') and not hasattr(
+        function, '_origfunc'
+    )
+
+
+def core_s_method(cls, name, module):
+    """whether ``cls.name`` is core's own: defined in ``module`` by the
+    first class of ``cls``'s that defines it, and no extension's wrapper
+    around it"""
+    for owner in cls.__mro__:
+        if name in vars(owner):
+            if owner.__module__ != module.__name__:
+                return False
+            core = core_s_own(owner, name)
+            return core is not None and getattr(cls, name, None) is core
+    return False
+
+
+def flag_processors(repo):
+    """whether another extension registered a revlog flag processor,
+    with the repository's store (lfs) or for every revlog: its reads and
+    writes then run that extension's code"""
+    registered = getattr(repo.svfs, 'options', {}).get(b'flagprocessors')
+    return bool(registered) or any(
+        processor is not None
+        for processor in flagutil.flagprocessors.values())
 
 
 # wrapping and unwrapping rebuild whole chains: one thread at a time
