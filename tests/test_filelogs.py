@@ -215,27 +215,36 @@ def test_a_group_too_large_to_hold_is_applied_on_the_applying_thread(
 
 @pytest.fixture
 def failing_opens(monkeypatch):
-    """``fail(repos, names, slow)``: opening any of the files ``names`` in
-    the stores of ``repos`` for writing raises EIO, after a pause for those
-    in ``slow``"""
+    """``fail(repos, names, after)``: opening any of the files ``names``
+    in the stores of ``repos`` for writing raises EIO; those in ``after``
+    only once every other of ``names`` failed (or after 2 s: core fails
+    at the first and opens no other).  Returns the names that failed."""
     real = util.posixfile
+    failed = []
 
-    def fail(repos, names, slow=()):
+    def fail(repos, names, after=()):
         stores = tuple(os.path.join(repo.root, b'.hg', b'store', b'data')
                        for repo in repos)
+        others_failed = threading.Event()
+        if not set(names) - set(after):
+            others_failed.set()
 
         def posixfile(path, mode='rb', *args, **kwargs):
             writing = pycompat_mode(mode) not in ('r', 'rb')
             if writing and path.startswith(stores):
                 for name in names:
                     if path.endswith(b'/' + name):
-                        if name in slow:
-                            time.sleep(0.3)
+                        if name in after:
+                            others_failed.wait(2)
+                        failed.append(name)
+                        if set(names) - set(after) <= set(failed):
+                            others_failed.set()
                         raise OSError(errno.EIO, 'injected failure',
                                       os.fsdecode(path))
             return real(path, mode, *args, **kwargs)
 
         monkeypatch.setattr(util, 'posixfile', posixfile)
+        return failed
 
     return fail
 
@@ -252,7 +261,7 @@ def pull_error(repo, source, core=False):
     return raised.value
 
 
-@pytest.mark.parametrize('names, slow', [
+@pytest.mark.parametrize('names, after', [
     # one revlog that cannot be written
     ([b'f24.i'], ()),
     # two: the first in the changegroup's order fails last, on a thread
@@ -260,12 +269,15 @@ def pull_error(repo, source, core=False):
     ([b'f12.i', b'f48.i'], (b'f12.i',)),
 ])
 def test_a_revlog_that_cannot_be_written_aborts_as_core_does(
-        tmp_path, source, stepped, failing_opens, names, slow):
+        tmp_path, source, stepped, failing_opens, names, after):
     core, ext = two_clones(tmp_path, source, 'ext')
     before = store_state(ext.root)
-    failing_opens((core, ext), names, slow)
+    failed = failing_opens((core, ext), names, after)
     core_error = pull_error(core, source, core=True)
+    del failed[:]
     ext_error = pull_error(ext, source)
+    # each failed, in the order asked for
+    assert failed == sorted(names, key=lambda n: n in after)
     assert type(ext_error) is type(core_error)
     # core's message, naming the same file, the first in the changegroup
     assert ext_error.filename.startswith(os.fsdecode(ext.root))
@@ -317,23 +329,37 @@ def test_an_interrupt_midway_joins_every_applier_and_rolls_back(
     _core, ext = two_clones(tmp_path, source, 'ext')
     before = store_state(ext.root)
     real_open = util.posixfile
+    release = threading.Event()
 
-    def slow_open(path, mode='rb', *args, **kwargs):
+    def held_open(path, mode='rb', *args, **kwargs):
         if (b'/data/' in path and pycompat_mode(mode) not in ('r', 'rb')):
-            time.sleep(0.02)  # groups still wait in line at the interrupt
+            # every applier holds its first group until after the
+            # interrupt: the others wait in line
+            release.wait(10)
         return real_open(path, mode, *args, **kwargs)
 
-    monkeypatch.setattr(util, 'posixfile', slow_open)
+    monkeypatch.setattr(util, 'posixfile', held_open)
+    made = []
+    real_init = filelogs.Appliers.__init__
+
+    def recorded_init(appliers, *args):
+        made.append(appliers)
+        real_init(appliers, *args)
+
+    monkeypatch.setattr(filelogs.Appliers, '__init__', recorded_init)
     real_header = changegroup.cg1unpacker.filelogheader
     read = []
-    busy = []
+    waiting = []
     interrupted = []
 
     def interrupted_header(self):
         read.append(1)
         if len(read) == 60:
-            busy.extend(appliers_alive())
+            waiting.append(len(made[0]._queue))
             interrupted.append(True)
+            # the appliers go on once the interrupt had time to drop the
+            # groups in line
+            threading.Timer(0.5, release.set).start()
             raise KeyboardInterrupt()
         return real_header(self)
 
@@ -350,12 +376,119 @@ def test_an_interrupt_midway_joins_every_applier_and_rolls_back(
     monkeypatch.setattr(filelogs.FilelogGroup, 'apply', counted_apply)
     with pytest.raises(KeyboardInterrupt):
         pull(make_ui(), ext, source)
-    assert busy, 'no applier was running at the interrupt'
+    assert waiting and waiting[0] >= 20, 'no group waited at the interrupt'
     assert not appliers_alive()
     assert store_state(ext.root) == before
-    # the groups waiting in line were dropped: of some 40, only those a
-    # thread took as the interrupt unwound
-    assert len(started_after) <= filelogs.MOST_THREADS // 2, started_after
+    # the groups in line were dropped: none started after the interrupt
+    assert started_after == []
+
+
+@pytest.fixture
+def split_group(monkeypatch):
+    """``split(name)``: every changegroup read names the file revlog
+    ``name`` twice, its group cut in two (core's bundler never does; a
+    crafted bundle may)"""
+
+    def split(name):
+        real_header = changegroup.cg1unpacker.filelogheader
+        real_deltas = changegroup.cg1unpacker.deltaiter
+        state = {}
+
+        def filelogheader(self):
+            if state.get('second') is not None:
+                header, state['second'] = state['second'], None
+                state['rest'] = state.pop('later')
+                return header
+            header = real_header(self)
+            if header and header[b'filename'] == name:
+                deltas = list(real_deltas(self))
+                cut = max(1, len(deltas) // 2)
+                state['now'], state['later'] = deltas[:cut], deltas[cut:]
+                state['second'] = dict(header)
+            return header
+
+        def deltaiter(self):
+            for key in ('now', 'rest'):
+                if key in state:
+                    return iter(state.pop(key))
+            return real_deltas(self)
+
+        monkeypatch.setattr(changegroup.cg1unpacker, 'filelogheader',
+                            filelogheader)
+        monkeypatch.setattr(changegroup.cg1unpacker, 'deltaiter', deltaiter)
+
+    return split
+
+
+def test_a_revlog_named_twice_is_applied_after_its_first_group(
+        tmp_path, source, stepped, split_group, summaries, monkeypatch):
+    core, ext = two_clones(tmp_path, source, 'ext')
+    split_group(b'd0/f42')
+    # the first group's apply slow: the second would run beside it
+    real_apply = filelogs.FilelogGroup.apply
+    during = []
+
+    def slow_apply(group, target, deltas):
+        if group.name == b'd0/f42':
+            during.append(len(during))
+            time.sleep(0.2)
+        return real_apply(group, target, deltas)
+
+    monkeypatch.setattr(filelogs.FilelogGroup, 'apply', slow_apply)
+    core_pull(core, source)
+    pull(make_ui(), ext, source)
+    assert during == [0, 1]  # two groups
+    assert summaries[-1][1] >= 1
+    assert store_state(core.root) == store_state(ext.root)
+
+
+def test_appliers_stay_until_the_end():
+    """two threads that end their groups together, one group in line:
+    one takes it, the other waits for the next, rather than end while
+    groups may keep coming"""
+    release = threading.Event()
+
+    class Filelog:
+        def __len__(self):
+            return 0
+
+        def addgroup(self, deltas, revmap, tr):
+            release.wait(10)
+            return [1]
+
+    class Target:
+        revmap = tr = None
+        extras = {}
+
+        @staticmethod
+        def filelog(name):
+            return Filelog()
+
+    class SlowToLetGo(threading.Condition):
+        """a gap after each time an applier lets the lock go, where a
+        thread that looked at the line and took nothing from it yet lets
+        the other thread take the group first"""
+
+        def __exit__(self, *exc):
+            released = super().__exit__(*exc)
+            if threading.current_thread().name == THREAD_NAME:
+                time.sleep(0.002)
+            return released
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(threading, 'Condition', SlowToLetGo)
+        appliers = filelogs.Appliers(Target(), 2, 1 << 20)
+    for i in range(3):
+        group = filelogs.FilelogGroup(b'f%d' % i, False)
+        group.deltas = [None]
+        appliers.hand_over(group)
+    time.sleep(0.05)
+    release.set()
+    time.sleep(0.1)
+    alive = len(appliers_alive())
+    assert appliers.finish(failing=False) is None
+    assert appliers.threads == 2 and alive == 2
+    assert not appliers_alive()
 
 
 # the gate -------------------------------------------------------------------
@@ -407,6 +540,11 @@ def test_core_s_step_with_callbacks_or_arguments_it_does_not_know(plain):
     assert not gate(plain, extras={'addrevisioncb': lambda *a: None})
     assert not gate(plain, extras={'debug_info': {}})
     assert not gate(plain, extras={'a_new_argument': 1})
+
+
+def test_core_s_step_with_a_line_for_each_delta(plain):
+    plain.ui.setconfig(b'debug', b'revlog.debug-delta', b'yes', b'test')
+    assert not gate(plain)
 
 
 def test_core_s_step_where_another_extension_wraps_the_write_path(
@@ -525,6 +663,30 @@ def test_a_spurious_file_node_aborts_as_core_does():
     group.nodes = [b'\x01' * 20]
     filelogs._check_nodes(group, needfiles)
     assert needfiles == {}
+    # a revlog named again once its nodes were all received: core checks
+    # a group only while its file has nodes expected
+    filelogs._check_nodes(group, needfiles)
+
+
+def test_the_first_error_in_the_changegroup_s_order_wins():
+    spurious = filelogs.FilelogGroup(b'a', True)
+    spurious.nodes = [b'\x02' * 20]
+    failed = filelogs.FilelogGroup(b'b', False)
+    failed.error = error.Abort(b'b failed')
+    interrupted = filelogs.FilelogGroup(b'c', False)
+    # server.validate's check of a group before the failure of a later one
+    with pytest.raises(error.Abort) as raised:
+        filelogs._outcome([spurious, failed], {b'a': {b'\x01' * 20}},
+                          None, None)
+    assert b'spurious' in bytes(raised.value.message)
+    # a group's failure before the applying thread's
+    with pytest.raises(error.Abort) as raised:
+        filelogs._outcome([failed], {}, ValueError('read'), None)
+    assert raised.value is failed.error
+    # an interrupt before any
+    interrupted.error = KeyboardInterrupt()
+    with pytest.raises(KeyboardInterrupt):
+        filelogs._outcome([failed, interrupted], {}, None, None)
 
 
 def test_core_s_modules_are_loaded_before_threads_run_them():
@@ -543,8 +705,19 @@ def test_core_s_modules_are_loaded_before_threads_run_them():
         'compat.load_lazy_modules([filelog])\n'
         'after = type(sys.modules["mercurial.revlogutils.rewrite"])\n'
         'print(before is lazy, after is lazy)\n'
+        # a module of the standard library one of Mercurial's names
+        'import types\n'
+        'spec = importlib.util.find_spec("colorsys")\n'
+        'spec.loader = importlib.util.LazyLoader(spec.loader)\n'
+        'std = importlib.util.module_from_spec(spec)\n'
+        'spec.loader.exec_module(std)\n'
+        'ours = types.ModuleType("mercurial.naming_it")\n'
+        'ours.colorsys = std\n'
+        'before = type(std)\n'
+        'compat.load_lazy_modules([ours])\n'
+        'print(before is lazy, type(std) is lazy)\n'
     )
     root = os.path.join(os.path.dirname(__file__), '..')
     out = subprocess.run([sys.executable, '-c', script], cwd=root,
                          capture_output=True, check=True).stdout
-    assert out.split() == [b'True', b'False']
+    assert out.split() == [b'True', b'False', b'True', b'False']

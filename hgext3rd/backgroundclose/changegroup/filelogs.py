@@ -56,13 +56,19 @@ _PASSED_ON = frozenset(
      'use_hasmeta_flag'))
 # the stores whose write path is plain files through the vfs (a file
 # index store records each new filelog with the transaction)
-_STORES = (storemod.basicstore, storemod.encodedstore, storemod.fncachestore)
-# what applying a group runs through: each core's own, or core applies
+# (not the plain store of a repository without one: its names are not
+# encoded, and on a file system that ignores case two of them can be one)
+_STORES = (storemod.encodedstore, storemod.fncachestore)
+# what applying a group runs through, each core's own or core applies:
+# the module, the class (looked up as the gate runs: another extension
+# may have put a class of its own in its place) and its functions; a
+# class a release lacks is not on its path
 _APPLY_PATH = (
-    (filelog.filelog, ('addgroup', '__len__', 'node'), filelog),
-    (revlog.revlog, ('addgroup', '_addrevision', '_writing',
-                     '_enforceinlinesize'), revlog),
-    (vfsmod.vfs, ('__call__',), vfsmod),
+    (filelog, 'filelog', ('addgroup', '__len__', 'node')),
+    (revlog, 'revlog', ('addgroup', '_addrevision', '_writing',
+                        '_enforceinlinesize')),
+    (revlog, '_InnerRevlog', ('writing', 'write_entry')),
+    (vfsmod, 'vfs', ('__call__',)),
 )
 
 # where core's store vfs classes are defined
@@ -83,6 +89,8 @@ def applies(repo, orig, trp, extras):
         return False  # sidedata rewriting: core's, in core's order
     if extras.get('debug_info') is not None:
         return False  # --debug's delta statistics: gathered in order
+    if repo.ui.configbool(b'debug', b'revlog.debug-delta'):
+        return False  # a line a revision, each after its file's
     mode = settings.writes(repo.ui)
     if mode == engine.INLINE:
         return False
@@ -106,11 +114,15 @@ def applies(repo, orig, trp, extras):
     home = _VFS_HOMES.get(svfs.__module__)
     if home is None or not seams.core_s_method(svfs, '__call__', home):
         return False
-    return all(
-        seams.core_s_method(cls, name, module)
-        for cls, names, module in _APPLY_PATH
-        for name in names
-    )
+    for module, clsname, names in _APPLY_PATH:
+        cls = getattr(module, clsname, None)
+        if cls is None and clsname == '_InnerRevlog':
+            continue  # 6.5: the revlog writes itself
+        if cls is None or cls.__module__ != module.__name__:
+            return False
+        if not all(seams.core_s_method(cls, name, module) for name in names):
+            return False
+    return True
 
 
 # core's _addchangegroupfiles, its parameters before those passed on
@@ -235,6 +247,7 @@ class Appliers:
         self._queue = collections.deque()
         self._held = 0
         self._idle = 0
+        self._busy = 0  # groups taken and not applied yet
         self._closing = False
         self.failed = False
         self._threads = helpers.HelperThreads(
@@ -261,25 +274,40 @@ class Appliers:
             helpers.notify(self._cond, every=False)
         if wanted and not self._threads.spawn() and not len(self._threads):
             # no thread to be had at all: the applying thread applies
-            while self._apply_next():
-                pass
+            while True:
+                with self._cond:
+                    group = self._next()
+                if group is None:
+                    break
+                self._apply(group)
         return True
 
-    def _apply_next(self):
-        """one group applied, or False: none waits, or one failed (the
-        transaction aborts: nothing more is started)"""
+    def settle(self):
+        """on the applying thread: once no group waits or is applied (a
+        revlog the changegroup names twice is applied after its first
+        group, as core applies it); False if a group failed"""
         with self._cond:
-            if not self._queue or self.failed:
-                return False
-            group = self._queue.popleft()
+            while (self._queue or self._busy) and not self.failed:
+                self._cond.wait()
+            return not self.failed
+
+    def _next(self):
+        """the next group to apply (the lock held), or None: none waits,
+        or one failed (the transaction aborts: nothing more starts)"""
+        if not self._queue or self.failed:
+            return None
+        self._busy += 1
+        return self._queue.popleft()
+
+    def _apply(self, group):
         deltas, group.deltas = group.deltas, None
         group.apply(self._target, iter(deltas))
         with self._cond:
+            self._busy -= 1
             self._held -= group.size
             if group.error is not None:
                 self.failed = True
             helpers.notify(self._cond)
-        return True
 
     def _work(self):
         while True:
@@ -288,8 +316,12 @@ class Appliers:
                 while not (self._queue or self._closing or self.failed):
                     self._cond.wait()
                 self._idle -= 1
-            if not self._apply_next():
-                return
+                # taken in the same hold of the lock as the wait ended: a
+                # thread that found work never finds it gone
+                group = self._next()
+            if group is None:
+                return  # closing with none left, or one failed
+            self._apply(group)
 
     def finish(self, failing):
         """every thread ended, after the group it applies: a group half
@@ -301,17 +333,23 @@ class Appliers:
         drop = failing
         while True:
             try:
-                with self._cond:
-                    self._closing = True
-                    if drop:
-                        self._queue.clear()
-                    helpers.notify(self._cond)
-                self._threads.wait_all()
-                return caught
+                try:
+                    with self._cond:
+                        self._closing = True
+                        if drop:
+                            self._queue.clear()
+                        helpers.notify(self._cond)
+                    self._threads.wait_all()
+                    return caught
+                except (KeyboardInterrupt, SystemExit) as exc:
+                    drop = True
+                    if caught is None:
+                        caught = exc
             except (KeyboardInterrupt, SystemExit) as exc:
+                # a second one, in the handler above
+                drop = True
                 if caught is None:
                     caught = exc
-                drop = True
 
 
 def apply_files(orig, repo, source, revmap, trp, expectedfiles, needfiles,
@@ -330,11 +368,15 @@ def apply_files(orig, repo, source, revmap, trp, expectedfiles, needfiles,
         _(b'files'), unit=_(b'files'), total=expectedfiles)
     here = 0
     failure = None
+    names = set()
     try:
         for chunkdata in iter(source.filelogheader, {}):
             name = chunkdata[b'filename']
             repo.ui.debug(b"adding %s revisions\n" % name)
             progress.increment()
+            if name in names and not appliers.settle():
+                break  # named twice (never by core's bundler), or failed
+            names.add(name)
             group = FilelogGroup(name, name in needfiles)
             groups.append(group)
             deltas, size, rest = _read_group(
@@ -354,20 +396,8 @@ def apply_files(orig, repo, source, revmap, trp, expectedfiles, needfiles,
         failure = exc
     interrupt = appliers.finish(
         failure is not None or any(g.error is not None for g in groups))
-    errors = [g.error for g in groups if g.error is not None]
     progress.complete()
-    # an interrupt first, then the first error in the changegroup's order
-    # (an applier's came before where the applying thread stopped)
-    for exc in [interrupt, failure] + errors:
-        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-            raise exc
-    for exc in errors + [failure]:
-        if exc is not None:
-            raise exc
-    revisions = 0
-    for group in groups:
-        revisions += group.added
-        _check_nodes(group, needfiles)
+    revisions = _outcome(groups, needfiles, failure, interrupt)
     messages.summarize_filelogs(
         repo.ui, len(groups), appliers.threads, here,
         util.timer() - started)
@@ -391,9 +421,29 @@ def _read_group(deltas, room):
     return read, size, None
 
 
+def _outcome(groups, needfiles, failure, interrupt):
+    """the revisions the groups added, or what core would have raised
+    first: an interrupt, else in the changegroup's order each group's
+    error or server.validate's check of its nodes, then ``failure`` (the
+    applying thread's, where it stopped)"""
+    for exc in [interrupt, failure] + [g.error for g in groups]:
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            raise exc
+    revisions = 0
+    for group in groups:
+        if group.error is not None:
+            raise group.error
+        revisions += group.added
+        _check_nodes(group, needfiles)
+    if failure is not None:
+        raise failure
+    return revisions
+
+
 def _check_nodes(group, needfiles):
-    """server.validate: the nodes a group added were each expected"""
-    if not group.wantnodes:
+    """server.validate: the nodes a group added were each expected (a
+    revlog named twice: its first group's check went first)"""
+    if group.name not in needfiles:
         return
     needs = needfiles[group.name]
     for node in group.nodes:

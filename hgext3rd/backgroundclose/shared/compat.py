@@ -287,12 +287,13 @@ def inbound_size(revision):
 
 
 def load_lazy_modules(roots):
-    """every Mercurial module that ``roots`` (modules) import, directly
-    or through one another, loaded now if Mercurial's demandimport left
-    it to load at its first use.  Python's lazy loader is not safe for
-    threads before Python 3.12.3: two threads that first use a module at
-    once, one finds it half run (an ``AttributeError`` of core's code).
-    Threads that run core's code load it first, on one thread."""
+    """every module that ``roots`` (Mercurial's modules) import, directly
+    or through one another of Mercurial's, loaded now if Mercurial's
+    demandimport left it to load at its first use: Mercurial's, and those
+    of the standard library they name.  Python's lazy loader is not safe
+    for threads before Python 3.12.3: two threads that first use a module
+    at once, one finds it half run (an ``AttributeError`` of core's
+    code).  Threads that run core's code load it first, on one thread."""
     lazy = getattr(importlib.util, '_LazyModule', None)
     seen = set()
     todo = list(roots)
@@ -301,12 +302,10 @@ def load_lazy_modules(roots):
         if module is None or id(module) in seen:
             continue
         seen.add(id(module))
-        # read without loading it: a lazy module's own attribute reads
-        # load it
-        name = types.ModuleType.__getattribute__(module, '__name__')
-        if not name.startswith('mercurial'):
-            continue
         if lazy is not None and type(module) is lazy:
             getattr(module, '__doc__', None)  # runs it
-        todo.extend(value for value in list(vars(module).values())
-                    if isinstance(value, types.ModuleType))
+        # read without loading it (a lazy module's own reads load it)
+        name = types.ModuleType.__getattribute__(module, '__name__')
+        if name.startswith('mercurial'):
+            todo.extend(value for value in list(vars(module).values())
+                        if isinstance(value, types.ModuleType))
