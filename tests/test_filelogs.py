@@ -492,6 +492,57 @@ def test_appliers_stay_until_the_end():
     assert not appliers_alive()
 
 
+def test_a_thread_starts_for_each_group_more_than_threads_waiting():
+    """threads told of a group but not run yet count as waiting once: the
+    applying thread hands groups over faster than they wake"""
+    release = threading.Event()
+    running = []
+
+    class Filelog:
+        def __len__(self):
+            return 0
+
+        def addgroup(self, deltas, revmap, tr):
+            if deltas and next(deltas) == b'wait':
+                running.append(1)
+                release.wait(10)
+            return [1]
+
+    class Target:
+        revmap = tr = None
+        extras = {}
+
+        @staticmethod
+        def filelog(name):
+            return Filelog()
+
+    def group(name, content):
+        made = filelogs.FilelogGroup(name, False)
+        made.deltas = [content]
+        return made
+
+    appliers = filelogs.Appliers(Target(), 8, 1 << 20)
+    try:
+        # two threads, then waiting for groups
+        appliers.hand_over(group(b'a', b'go'))
+        appliers.hand_over(group(b'b', b'go'))
+        deadline = time.monotonic() + 5
+        while appliers._idle < appliers.threads and time.monotonic() < deadline:
+            time.sleep(0.01)
+        started = appliers.threads
+        # four at once, each held until released
+        for name in (b'c', b'd', b'e', b'f'):
+            appliers.hand_over(group(name, b'wait'))
+        deadline = time.monotonic() + 5
+        while len(running) < 4 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(running) == 4, (started, appliers.threads)
+    finally:
+        release.set()
+        appliers.finish(failing=False)
+    assert not appliers_alive()
+
+
 # the gate -------------------------------------------------------------------
 
 

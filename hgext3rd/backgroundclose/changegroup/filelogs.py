@@ -270,7 +270,10 @@ class Appliers:
                 return False
             self._queue.append(group)
             self._held += group.size
-            wanted = not self._idle and len(self._threads) < self._most
+            # more groups waiting than threads waiting for one (a thread
+            # told of a group may not have run yet: it counts once)
+            wanted = (len(self._queue) > self._idle
+                      and len(self._threads) < self._most)
             helpers.notify(self._cond, every=False)
         if wanted and not self._threads.spawn() and not len(self._threads):
             # no thread to be had at all: the applying thread applies
