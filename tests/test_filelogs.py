@@ -443,27 +443,46 @@ def test_a_revlog_named_twice_is_applied_after_its_first_group(
     assert store_state(core.root) == store_state(ext.root)
 
 
+class FakeFilelog:
+    """a filelog whose addgroup calls ``adding(deltas)`` and adds one
+    revision"""
+
+    def __init__(self, adding):
+        self._adding = adding
+
+    def __len__(self):
+        return 0
+
+    def addgroup(self, deltas, revmap, tr):
+        self._adding(deltas)
+        return [1]
+
+
+class FakeTarget:
+    """what appliers apply groups with: a FakeFilelog for every name"""
+
+    revmap = tr = None
+    extras = {}
+
+    def __init__(self, adding):
+        self._adding = adding
+
+    def filelog(self, name):
+        return FakeFilelog(self._adding)
+
+
+def fake_group(name, content):
+    """a group of one delta, ``content``, for a FakeTarget"""
+    group = filelogs.FilelogGroup(name, False)
+    group.deltas = [content]
+    return group
+
+
 def test_appliers_stay_until_the_end():
     """two threads that end their groups together, one group in line:
     one takes it, the other waits for the next, rather than end while
     groups may keep coming"""
     release = threading.Event()
-
-    class Filelog:
-        def __len__(self):
-            return 0
-
-        def addgroup(self, deltas, revmap, tr):
-            release.wait(10)
-            return [1]
-
-    class Target:
-        revmap = tr = None
-        extras = {}
-
-        @staticmethod
-        def filelog(name):
-            return Filelog()
 
     class SlowToLetGo(threading.Condition):
         """a gap after each time an applier lets the lock go, where a
@@ -478,11 +497,10 @@ def test_appliers_stay_until_the_end():
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(threading, 'Condition', SlowToLetGo)
-        appliers = filelogs.Appliers(Target(), 2, 1 << 20)
+        appliers = filelogs.Appliers(
+            FakeTarget(lambda deltas: release.wait(10)), 2, 1 << 20)
     for i in range(3):
-        group = filelogs.FilelogGroup(b'f%d' % i, False)
-        group.deltas = [None]
-        appliers.hand_over(group)
+        appliers.hand_over(fake_group(b'f%d' % i, None))
     time.sleep(0.05)
     release.set()
     time.sleep(0.1)
@@ -498,41 +516,23 @@ def test_a_thread_starts_for_each_group_more_than_threads_waiting():
     release = threading.Event()
     running = []
 
-    class Filelog:
-        def __len__(self):
-            return 0
+    def adding(deltas):
+        if next(deltas) == b'wait':
+            running.append(1)
+            release.wait(10)
 
-        def addgroup(self, deltas, revmap, tr):
-            if deltas and next(deltas) == b'wait':
-                running.append(1)
-                release.wait(10)
-            return [1]
-
-    class Target:
-        revmap = tr = None
-        extras = {}
-
-        @staticmethod
-        def filelog(name):
-            return Filelog()
-
-    def group(name, content):
-        made = filelogs.FilelogGroup(name, False)
-        made.deltas = [content]
-        return made
-
-    appliers = filelogs.Appliers(Target(), 8, 1 << 20)
+    appliers = filelogs.Appliers(FakeTarget(adding), 8, 1 << 20)
     try:
         # two threads, then waiting for groups
-        appliers.hand_over(group(b'a', b'go'))
-        appliers.hand_over(group(b'b', b'go'))
+        appliers.hand_over(fake_group(b'a', b'go'))
+        appliers.hand_over(fake_group(b'b', b'go'))
         deadline = time.monotonic() + 5
         while appliers._idle < appliers.threads and time.monotonic() < deadline:
             time.sleep(0.01)
         started = appliers.threads
         # four at once, each held until released
         for name in (b'c', b'd', b'e', b'f'):
-            appliers.hand_over(group(name, b'wait'))
+            appliers.hand_over(fake_group(name, b'wait'))
         deadline = time.monotonic() + 5
         while len(running) < 4 and time.monotonic() < deadline:
             time.sleep(0.01)

@@ -135,15 +135,16 @@ def arguments(orig, args, kwargs):
     first, by position, then a dict of the rest, by name; None where
     they do not bind to its parameters (a release that changed them)"""
     try:
-        bound = inspect.signature(orig).bind(*args, **kwargs)
+        signature = inspect.signature(orig)
+        bound = signature.bind(*args, **kwargs)
     except (TypeError, ValueError):
         return None
     values = bound.arguments
     if tuple(values)[:6] != _PARAMETERS:
         return None
-    if any(kind.kind in (inspect.Parameter.VAR_POSITIONAL,
-                         inspect.Parameter.VAR_KEYWORD)
-           for kind in inspect.signature(orig).parameters.values()):
+    if any(parameter.kind in (inspect.Parameter.VAR_POSITIONAL,
+                              inspect.Parameter.VAR_KEYWORD)
+           for parameter in signature.parameters.values()):
         return None
     extras = {name: values[name] for name in tuple(values)[6:]}
     return tuple(values[name] for name in _PARAMETERS) + (extras,)

@@ -93,24 +93,7 @@ class HelperThreads:
         while pending:
             try:
                 stop()
-                thread = pending[0]
-                unstarted_until = time.monotonic() + START_GRACE
-                while True:
-                    now = time.monotonic()
-                    timeout = None
-                    if deadline is not None:
-                        timeout = deadline - now
-                        if timeout <= 0:
-                            break
-                    try:
-                        thread.join(timeout)
-                    except RuntimeError:  # not started (yet)
-                        if now > unstarted_until:
-                            break
-                        time.sleep(0.001)
-                        continue
-                    if not thread.is_alive():
-                        break
+                _join_one(pending[0], deadline)
                 pending.pop(0)
             except (KeyboardInterrupt, SystemExit) as exc:
                 if caught is None:
@@ -129,14 +112,28 @@ class HelperThreads:
         to show it runs, or never will."""
         threads = self._threads
         while threads:
-            thread = threads[0]
-            unstarted_until = time.monotonic() + START_GRACE
-            while True:
-                try:
-                    thread.join()
-                    break
-                except RuntimeError:  # not started (yet)
-                    if time.monotonic() > unstarted_until:
-                        break
-                    time.sleep(0.001)
+            _join_one(threads[0])
             threads.pop(0)
+
+
+def _join_one(thread, deadline=None):
+    """``thread`` joined, until it ends or ``deadline`` (monotonic
+    seconds) passes; one whose start() an interrupt cut short gets
+    ``START_GRACE`` seconds to show it runs, or never will"""
+    unstarted_until = time.monotonic() + START_GRACE
+    while True:
+        now = time.monotonic()
+        timeout = None
+        if deadline is not None:
+            timeout = deadline - now
+            if timeout <= 0:
+                return
+        try:
+            thread.join(timeout)
+        except RuntimeError:  # not started (yet)
+            if now > unstarted_until:
+                return
+            time.sleep(0.001)
+            continue
+        if not thread.is_alive():
+            return
